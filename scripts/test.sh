@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test gate: lint, types, then the suite on PGlite and again on PostgreSQL (plus Redis).
+# PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) and Redis at
+# TEST_REDIS_URL (default redis://127.0.0.1:6379) are used when reachable; under CI=true they are
+# required, so a CI run can never silently test only one engine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PG_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
+REDIS="${TEST_REDIS_URL:-redis://127.0.0.1:6379}"
+mkdir -p .test-results
+rm -f .test-results/*.json
+
+echo "== lint (biome)"
+npx --no-install biome check .
+echo "== typecheck (tsc)"
+npx --no-install tsc -p tsconfig.json
+
+have_pg=0; have_redis=0
+node scripts/probe.mjs pg "$PG_URL" && have_pg=1 || true
+node scripts/probe.mjs redis "$REDIS" && have_redis=1 || true
+if [ "${CI:-}" = "true" ]; then
+  [ "$have_pg" = 1 ] || { echo "CI: PostgreSQL at $PG_URL is required"; exit 1; }
+  [ "$have_redis" = 1 ] || { echo "CI: Redis at $REDIS is required"; exit 1; }
+fi
+redis_env=()
+[ "$have_redis" = 1 ] && redis_env=(TEST_REDIS_URL="$REDIS")
+
+status=0
+echo "== tests on PGlite (embedded)"
+env -u DATABASE_URL "${redis_env[@]}" npx --no-install vitest run \
+  --reporter=default --reporter=json --outputFile.json=.test-results/pglite.json || status=1
+
+if [ "$have_pg" = 1 ]; then
+  echo "== tests on PostgreSQL ($PG_URL)"
+  env DATABASE_URL="$PG_URL" "${redis_env[@]}" npx --no-install vitest run \
+    --reporter=default --reporter=json --outputFile.json=.test-results/postgres.json || status=1
+else
+  echo "== PostgreSQL not reachable at $PG_URL: skipped the PostgreSQL run"
+fi
+
+node scripts/summarize.mjs .test-results/*.json || status=1
+exit $status

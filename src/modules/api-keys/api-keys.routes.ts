@@ -1,0 +1,65 @@
+import { Type } from 'typebox';
+import { PageQuery, pageRequest } from '../../platform/cursor';
+import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
+import type { App, AppDeps } from '../../platform/http/types';
+import { ApiKeyCreatedSchema, ApiKeySchema, CreateApiKeyBody } from './api-keys.schemas';
+import { createKey, listKeys, revokeKey } from './api-keys.service';
+
+const tags = ['api keys'];
+const security = [{ apiKey: [] }];
+
+export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
+  app.post(
+    '/tenant/apikeys',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags,
+        security,
+        summary: 'Create an API key. The raw `api_key` appears in this response only.',
+        body: CreateApiKeyBody,
+        response: { 200: Envelope(ApiKeyCreatedSchema) },
+      },
+    },
+    async (req) => ok(await createKey(deps.db, req.apiKey!.workspaceId, req.body)),
+  );
+
+  app.get(
+    '/tenant/apikeys',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags,
+        security,
+        summary: 'List the workspace’s active keys (metadata only, never the secret).',
+        querystring: Type.Object(PageQuery, { additionalProperties: false }),
+        response: { 200: PageEnvelope(ApiKeySchema) },
+      },
+    },
+    async (req) => {
+      const page = pageRequest(deps.cursors, 'apikeys', req.query);
+      return {
+        status: 'success' as const,
+        ...(await listKeys(deps.db, deps.cursors, req.apiKey!.workspaceId, page)),
+      };
+    },
+  );
+
+  app.delete(
+    '/tenant/apikeys/:key_id',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags,
+        security,
+        summary: 'Revoke a key. It fails on the very next request, on every instance.',
+        params: Type.Object({ key_id: Type.String({ maxLength: 200 }) }),
+        response: { 200: Envelope(Type.Object({ id: Type.String(), revoked: Type.Literal(true) })) },
+      },
+    },
+    async (req) => {
+      await revokeKey(deps.db, deps.keys, req.apiKey!.workspaceId, req.params.key_id);
+      return ok({ id: req.params.key_id, revoked: true as const });
+    },
+  );
+}

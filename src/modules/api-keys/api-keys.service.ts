@@ -1,0 +1,408 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { CursorCodec, Page, PageRequest } from '../../platform/cursor';
+import { toPage } from '../../platform/cursor';
+import type { Db, Queryable } from '../../platform/db';
+import { notFound } from '../../platform/errors';
+import { iso } from '../../platform/http/envelope';
+import { newSortableId } from '../../platform/ids';
+import * as repo from './api-keys.repo';
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  scopes: string[];
+  allowed_domains: string[];
+  created_at: string;
+}
+
+export interface CreatedApiKey extends ApiKeyView {
+  /** The raw secret: shown in this response only. */
+  api_key: string;
+}
+
+export interface NewKeyInput {
+  name: string;
+  scopes: string[];
+  allowed_domains?: string[] | undefined;
+}
+
+export const hashKey = (raw: string): string => createHash('sha256').update(raw).digest('hex');
+
+/** Keys meant for browsers (ingest only, bound to domains) get a recognisable public prefix. */
+export function generateSecret(scopes: readonly string[], allowedDomains: readonly string[]): string {
+  const isPublic = scopes.length === 1 && scopes[0] === 'ingest' && allowedDomains.length > 0;
+  return `${isPublic ? 'cdp_pk_' : 'cdp_sk_'}${randomBytes(32).toString('base64url')}`;
+}
+
+/** Shape of a raw secret; anything else is refused before any lookup. */
+export const SECRET_SHAPE = /^cdp_[sp]k_[A-Za-z0-9_-]{43,}$/;
+
+const present = (r: repo.ApiKeyRow): ApiKeyView => ({
+  id: r.id,
+  name: r.name,
+  scopes: r.scopes,
+  allowed_domains: r.allowed_domains,
+  created_at: iso(r.created_at)!,
+});
+
+export async function createKey(
+  q: Queryable,
+  workspaceId: string,
+  input: NewKeyInput,
+  rawSecret?: string,
+): Promise<CreatedApiKey> {
+  const allowedDomains = [...new Set((input.allowed_domains ?? []).map((d) => d.toLowerCase()))];
+  const scopes = [...new Set(input.scopes)];
+  const secret = rawSecret ?? generateSecret(scopes, allowedDomains);
+  const row = await repo.insertKey(q, {
+    id: newSortableId('key'),
+    workspaceId,
+    name: input.name,
+    keyHash: hashKey(secret),
+    prefix: secret.slice(0, 11),
+    scopes,
+    allowedDomains,
+  });
+  return { ...present(row), api_key: secret };
+}
+
+export async function listKeys(
+  db: Db,
+  codec: CursorCodec,
+  workspaceId: string,
+  page: PageRequest,
+): Promise<Page<ApiKeyView>> {
+  const afterSeq = page.after ? Number(page.after[0]) : null;
+  const rows = await repo.listActiveKeys(db, workspaceId, afterSeq, page.limit + 1);
+  return toPage(codec, 'apikeys', page, rows, (r) => [r.seq], present);
+}
+
+export async function revokeKey(
+  db: Db,
+  resolver: KeyResolver,
+  workspaceId: string,
+  id: string,
+): Promise<void> {
+  const hash = await db.transaction((tx) => repo.revokeKey(tx, workspaceId, id));
+  if (!hash) throw notFound('API key');
+  await resolver.evict(hash);
+}
+
+/** Every allowed_domains pattern of every active key: what a CORS preflight (no key) may answer for. */
+export function listBrowserOriginPatterns(q: Queryable): Promise<string[]> {
+  return repo.listAllowedDomainPatterns(q);
+}
+
+export interface ResolvedKey {
+  id: string;
+  workspaceId: string;
+  scopes: readonly string[];
+  allowedDomains: readonly string[];
+  workspaceSettings: Readonly<Record<string, unknown>>;
+}
+
+export interface KeyCacheStats {
+  /** Lookups answered from memory. */
+  hits: number;
+  /** Lookups that went to the database. */
+  misses: number;
+  entries: number;
+  /** False while revocations from other processes could be missed: the cache is bypassed then. */
+  trusted: boolean;
+  /** Other live service processes on this database, each of which must confirm a revocation. */
+  peers: number;
+}
+
+/** A second path for revocations between processes (Redis pub/sub when REDIS_URL is set). */
+export interface RevocationBroadcast {
+  publish(hash: string): Promise<void>;
+  subscribe(onHash: (hash: string) => void): Promise<() => Promise<void>>;
+}
+
+export interface KeyResolverOptions {
+  ttlMs?: number;
+  maxEntries?: number;
+  /** The deployment's name (its database schema): processes of other deployments are not peers. */
+  namespace?: string;
+  broadcast?: RevocationBroadcast | null;
+  /** How often a process says it is alive; a peer silent for 3 beats is forgotten. */
+  heartbeatMs?: number;
+  /**
+   * How long a revocation waits for the confirmations of every peer before answering anyway
+   * (default 3 beats). Keep it above 2.5 beats: by then a peer that cannot hear us has stopped
+   * trusting its own cache (see `echoWindowMs`).
+   */
+  ackTimeoutMs?: number;
+  log?: Pick<Logger, 'warn'>;
+}
+
+export interface KeyResolver {
+  /** The active key with this raw secret, or null. */
+  resolve(rawSecret: string): Promise<ResolvedKey | null>;
+  /**
+   * Drops a revoked key here, and resolves once every other live process has confirmed that it
+   * dropped it too (or after `ackTimeoutMs`, logged): the caller answers the DELETE only then.
+   */
+  evict(hash: string): Promise<void>;
+  stats(): KeyCacheStats;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface PresenceMessage {
+  ns: string;
+  id: string;
+  kind: 'hello' | 'beat' | 'bye';
+}
+
+/**
+ * Resolves secrets to keys with an in-memory cache, so a warm key costs no database round trip,
+ * while a deleted key fails on the very next request on every process:
+ *
+ * - The revoking transaction sends `pg_notify(REVOCATION_CHANNEL, hash)`; every process evicts the
+ *   key when the notification arrives (and, with Redis, also when the Redis broadcast does).
+ * - Arrival alone is not ordered with the client's next request to another process, so the revoker
+ *   also waits: every process confirms each eviction on EVICTED_CHANNEL, and `evict` resolves only
+ *   when every live peer (known from heartbeats on PRESENCE_CHANNEL) has confirmed. The DELETE
+ *   response therefore leaves after the key is gone everywhere.
+ * - The cache is trusted only while the notification stream is connected and this process has
+ *   announced itself (its own hello came back); otherwise every lookup goes to the database.
+ * - A lookup that overlapped an eviction does not fill the cache (generation check), so a
+ *   concurrent request cannot re-insert a key that was revoked while it read the row.
+ * - Entries expire after `ttlMs` so workspace setting changes (rate limits) reach every process.
+ *
+ * On PGlite only this process can use the database, so there are no peers to wait for.
+ */
+export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyResolver {
+  const ttlMs = opts.ttlMs ?? 60_000;
+  const maxEntries = opts.maxEntries ?? 10_000;
+  const heartbeatMs = opts.heartbeatMs ?? 1_000;
+  const peerExpiryMs = heartbeatMs * 3;
+  /** Our own heartbeat must have come back this recently for the cache to be trusted. */
+  const echoWindowMs = heartbeatMs * 2.5;
+  const ackTimeoutMs = opts.ackTimeoutMs ?? heartbeatMs * 3;
+  const namespace = opts.namespace ?? 'public';
+  const shared = db.engine === 'postgres';
+  const self = randomBytes(9).toString('base64url');
+
+  const cache = new Map<string, { key: ResolvedKey; expires: number }>();
+  /** Bumped by every eviction: a lookup that started before one must not fill the cache. */
+  let generation = 0;
+  let subscribed = false;
+  /** Our own hello has come back, so peers know about us and wait for our confirmations. */
+  let joined = !shared;
+  /** When our own last presence message came back: proof that notifications still reach us. */
+  let lastEcho = 0;
+  let joinedWaiter: (() => void) | null = null;
+  const peers = new Map<string, number>();
+  /** Peers that said goodbye (recently): not confirming a revocation is expected of them. */
+  const departed = new Map<string, number>();
+  const acks = new Map<string, { from: Set<string>; at: number }>();
+  const ackWaiters = new Set<() => void>();
+  const unsubscribes: Array<() => Promise<void>> = [];
+  let heartbeat: NodeJS.Timeout | null = null;
+  let hits = 0;
+  let misses = 0;
+
+  // A listening connection can die silently (no error until TCP gives up) or the event loop can
+  // stall: either way our own heartbeats stop coming back, and we stop trusting the cache before
+  // a revoker's confirmation timeout runs out.
+  const trusted = () =>
+    subscribed && joined && db.listening && (!shared || Date.now() - lastEcho < echoWindowMs);
+  const dropAll = () => {
+    generation++;
+    cache.clear();
+  };
+  const drop = (hash: string) => {
+    generation++;
+    cache.delete(hash);
+  };
+  const livePeers = () => {
+    const now = Date.now();
+    return [...peers].filter(([, seen]) => now - seen < peerExpiryMs).map(([id]) => id);
+  };
+  const wakeWaiters = () => {
+    for (const w of [...ackWaiters]) w();
+  };
+  // Best effort: a lost message is covered by the next heartbeat or by the ack timeout.
+  const send = (channel: string, payload: string) => repo.notify(db, channel, payload).catch(() => {});
+  const announce = (kind: PresenceMessage['kind']) =>
+    send(repo.PRESENCE_CHANNEL, JSON.stringify({ ns: namespace, id: self, kind } satisfies PresenceMessage));
+
+  const onRevoked = (hash: string) => {
+    drop(hash);
+    if (shared) void send(repo.EVICTED_CHANNEL, `${hash} ${self}`);
+  };
+
+  const onEvicted = (payload: string) => {
+    const [hash, from] = payload.split(' ');
+    if (!hash || !from || from === self) return;
+    let entry = acks.get(hash);
+    if (!entry) {
+      entry = { from: new Set(), at: Date.now() };
+      acks.set(hash, entry);
+    }
+    entry.from.add(from);
+    wakeWaiters();
+  };
+
+  const onPresence = (payload: string) => {
+    let msg: PresenceMessage;
+    try {
+      msg = JSON.parse(payload) as PresenceMessage;
+    } catch {
+      return;
+    }
+    if (msg.ns !== namespace || typeof msg.id !== 'string') return;
+    if (msg.id === self) {
+      if (msg.kind === 'bye' || !db.listening) return;
+      lastEcho = Date.now();
+      if (msg.kind === 'hello') {
+        joined = true;
+        joinedWaiter?.();
+      }
+      return;
+    }
+    if (msg.kind === 'bye') {
+      peers.delete(msg.id);
+      departed.set(msg.id, Date.now());
+      wakeWaiters();
+      return;
+    }
+    departed.delete(msg.id);
+    const known = peers.has(msg.id);
+    peers.set(msg.id, Date.now());
+    // A newcomer learns about us at once instead of at our next heartbeat.
+    if (msg.kind === 'hello' && !known && joined) void announce('beat');
+  };
+
+  const onListenerLost = () => {
+    dropAll();
+    if (!shared) return;
+    joined = false;
+    // Peers need not wait for us while we bypass the cache; the pool may still reach the database.
+    void announce('bye');
+  };
+
+  const tick = () => {
+    const now = Date.now();
+    for (const [id, seen] of peers) if (now - seen >= peerExpiryMs) peers.delete(id);
+    for (const [hash, a] of acks) if (now - a.at > 60_000) acks.delete(hash);
+    for (const [id, at] of departed) if (now - at > 60_000) departed.delete(id);
+    wakeWaiters();
+    if (db.listening) void announce(joined ? 'beat' : 'hello');
+  };
+
+  const join = async () => {
+    const echoed = new Promise<void>((resolve) => {
+      joinedWaiter = resolve;
+      setTimeout(resolve, ackTimeoutMs).unref();
+    });
+    await announce('hello');
+    await echoed;
+    joinedWaiter = null;
+  };
+
+  return {
+    async resolve(rawSecret) {
+      if (!SECRET_SHAPE.test(rawSecret)) return null;
+      const hash = hashKey(rawSecret);
+      const useCache = trusted();
+      if (useCache) {
+        const hit = cache.get(hash);
+        if (hit && hit.expires > Date.now()) {
+          hits++;
+          return hit.key;
+        }
+      }
+      misses++;
+      const before = generation;
+      const row = await repo.findActiveKeyByHash(db, hash);
+      if (!row) {
+        cache.delete(hash);
+        return null;
+      }
+      const key: ResolvedKey = {
+        id: row.id,
+        workspaceId: row.workspace_id,
+        scopes: Object.freeze([...row.scopes]),
+        allowedDomains: Object.freeze([...row.allowed_domains]),
+        workspaceSettings: Object.freeze({ ...row.workspace_settings }),
+      };
+      if (useCache && trusted() && generation === before) {
+        if (cache.size >= maxEntries) cache.clear();
+        cache.set(hash, { key, expires: Date.now() + ttlMs });
+      }
+      return key;
+    },
+
+    async evict(hash) {
+      drop(hash);
+      if (opts.broadcast) {
+        await opts.broadcast.publish(hash).catch((err: unknown) => {
+          opts.log?.warn({ err: String(err) }, 'could not publish a key revocation to Redis');
+        });
+      }
+      if (!shared || !subscribed) return;
+      const expected = livePeers();
+      const missing = () => {
+        if (!subscribed) return [];
+        const got = acks.get(hash)?.from;
+        return expected.filter((id) => peers.has(id) && !got?.has(id));
+      };
+      if (missing().length === 0) return;
+      // Ends when every expected peer confirmed, left, or went silent long enough to be forgotten
+      // (by then it has stopped trusting its cache), or at the timeout.
+      await new Promise<void>((resolve) => {
+        const check = () => {
+          if (missing().length === 0) finish();
+        };
+        const finish = () => {
+          clearTimeout(timer);
+          ackWaiters.delete(check);
+          resolve();
+        };
+        const timer = setTimeout(finish, ackTimeoutMs);
+        ackWaiters.add(check);
+      });
+      const confirmed = acks.get(hash)?.from;
+      const unconfirmed = expected.filter((id) => !confirmed?.has(id) && !departed.has(id));
+      if (unconfirmed.length > 0 && subscribed) {
+        opts.log?.warn(
+          { peers: unconfirmed },
+          'key revocation not confirmed by every service process in time; answering anyway',
+        );
+      }
+    },
+
+    stats() {
+      return { hits, misses, entries: cache.size, trusted: trusted(), peers: livePeers().length };
+    },
+
+    async start() {
+      unsubscribes.push(await db.listen(repo.REVOCATION_CHANNEL, onRevoked, onListenerLost));
+      if (shared) {
+        unsubscribes.push(await db.listen(repo.PRESENCE_CHANNEL, onPresence));
+        unsubscribes.push(await db.listen(repo.EVICTED_CHANNEL, onEvicted));
+      }
+      if (opts.broadcast) unsubscribes.push(await opts.broadcast.subscribe(onRevoked));
+      subscribed = true;
+      if (shared) {
+        await join();
+        heartbeat = setInterval(tick, heartbeatMs);
+        heartbeat.unref();
+      }
+    },
+
+    async stop() {
+      if (!subscribed) return;
+      subscribed = false;
+      if (heartbeat) clearInterval(heartbeat);
+      if (shared) await announce('bye');
+      dropAll();
+      wakeWaiters();
+      for (const unsubscribe of unsubscribes.splice(0).reverse()) await unsubscribe();
+    },
+  };
+}

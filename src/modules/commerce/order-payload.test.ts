@@ -1,0 +1,111 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { MAX_TEXT, productsOf, readOrderPayload } from './order-payload';
+
+describe('reading an order payload', () => {
+  it('applies the contract defaults: USD and completed', () => {
+    expect(readOrderPayload({ order_id: 'A1', total: 10 })).toEqual({
+      orderId: 'A1',
+      total: 10,
+      currency: 'USD',
+      status: 'completed',
+      items: [],
+    });
+  });
+
+  it('normalizes currency and status case and reads item lines', () => {
+    const o = readOrderPayload({
+      order_id: 42,
+      total: 30,
+      currency: 'eur',
+      status: ' Refunded ',
+      items: [{ product_id: 'p1', name: 'Mug', price: 15, quantity: 2, category: 'kitchen' }],
+    });
+    expect(o).toMatchObject({ orderId: '42', currency: 'EUR', status: 'refunded' });
+    expect(o!.items).toEqual([
+      { product_id: 'p1', name: 'Mug', price: 15, quantity: 2, category: 'kitchen' },
+    ]);
+  });
+
+  it.each([
+    ['no payload', null],
+    ['an array', [1]],
+    ['no order_id', { total: 1 }],
+    ['an empty order_id', { order_id: '  ', total: 1 }],
+    ['a fractional numeric order_id', { order_id: 1.5, total: 1 }],
+    ['no total', { order_id: 'A' }],
+    ['a negative total', { order_id: 'A', total: -1 }],
+    ['a string total', { order_id: 'A', total: '10' }],
+    ['an astronomically large total', { order_id: 'A', total: 1e300 }],
+    ['a currency that is not three letters', { order_id: 'A', total: 1, currency: 'DOLLARS' }],
+    ['a non-string status', { order_id: 'A', total: 1, status: 3 }],
+    ['a status with spaces inside', { order_id: 'A', total: 1, status: 'on hold' }],
+  ])('refuses an order with %s', (_what, payload) => {
+    expect(readOrderPayload(payload)).toBeNull();
+  });
+
+  it('keeps the order but drops unusable parts of item lines', () => {
+    const o = readOrderPayload({
+      order_id: 'A',
+      total: 5,
+      items: [
+        'not an item',
+        { product_id: { x: 1 }, name: 7, price: -3, quantity: 0, category: '' },
+        { product_id: 'p', name: 'n'.repeat(500) },
+      ],
+    });
+    expect(o!.items).toEqual([
+      { product_id: null, name: null, price: null, quantity: 1, category: null },
+      { product_id: 'p', name: 'n'.repeat(MAX_TEXT), price: null, quantity: 1, category: null },
+    ]);
+  });
+
+  it('never throws, and what it returns is always storable', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.jsonValue(),
+          fc.record({
+            order_id: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
+            total: fc.oneof(fc.double(), fc.integer(), fc.string()),
+            currency: fc.oneof(fc.string({ maxLength: 4 }), fc.constant(undefined)),
+            status: fc.oneof(fc.string({ maxLength: 60 }), fc.constant(undefined)),
+            items: fc.array(
+              fc.oneof(fc.jsonValue(), fc.record({ product_id: fc.string(), price: fc.double() })),
+            ),
+          }),
+        ),
+        (payload) => {
+          const o = readOrderPayload(payload);
+          if (o === null) return;
+          expect(o.orderId.length).toBeGreaterThan(0);
+          expect(o.orderId.length).toBeLessThanOrEqual(MAX_TEXT);
+          expect(Number.isFinite(o.total) && o.total >= 0).toBe(true);
+          expect(o.currency).toMatch(/^[A-Z]{3}$/);
+          expect(o.status).toMatch(/^[a-z][a-z0-9_-]{0,49}$/);
+          for (const i of o.items) {
+            expect(Number.isInteger(i.quantity) && i.quantity >= 1).toBe(true);
+            expect(i.price === null || (Number.isFinite(i.price) && i.price >= 0)).toBe(true);
+          }
+        },
+      ),
+    );
+  });
+});
+
+describe('products named by an order', () => {
+  it('lists each product once, the last line winning, sorted by id for a fixed lock order', () => {
+    const line = (product_id: string | null, price: number) => ({
+      product_id,
+      name: null,
+      price,
+      quantity: 1,
+      category: null,
+    });
+    const out = productsOf([line('b', 1), line(null, 2), line('a', 3), line('b', 4)]);
+    expect(out.map((p) => [p.product_id, p.price])).toEqual([
+      ['a', 3],
+      ['b', 4],
+    ]);
+  });
+});

@@ -1,0 +1,406 @@
+import { createRng, mixSeed, type Rng } from './prng';
+
+/**
+ * The synthetic dataset behind `cdp demo`, pure: a seed, a customer count and a clock in, ingestion
+ * events out (contract §4 shapes, exactly what a client would POST). Each customer draws from its
+ * own random stream (seeded by the dataset seed and the customer's number), so customer i is the
+ * same whatever the count, and events stream out one customer at a time in constant memory.
+ *
+ * The behaviour follows the models the intelligence module fits, so a fit on the demo finds
+ * structure instead of noise:
+ * - acquisition spread over the window, growing towards the present;
+ * - a first visit is anonymous browsing (`page`, `track`); most visitors sign up (`identify` with
+ *   e-mail, names and traits), some later come back on a second device and log in there (an
+ *   anonymous profile that merges into the known one);
+ * - buyers purchase as in the Pareto/NBD model: a Poisson purchase rate per customer drawn from a
+ *   gamma distribution, and an exponential lifetime whose rate is gamma distributed too, so many
+ *   customers quietly churn;
+ * - order values follow the gamma-gamma model: each customer has a typical spend (gamma), each
+ *   order scatters around it (gamma); the order is then filled with catalogue items, and its total
+ *   is exactly the sum of its lines;
+ * - a few orders are refunded some days later (a second event for the same order_id).
+ */
+
+export interface DemoOptions {
+  seed: number;
+  customers: number;
+  /** The clock: every event happens in [now - months, now]. */
+  now: Date;
+  /** Length of the history; 18 months by default. */
+  months?: number;
+}
+
+export interface DemoEvent {
+  event_type: 'page' | 'track' | 'identify' | 'order';
+  event_name: string;
+  anonymous_id?: string;
+  identity?: string;
+  payload: Record<string, unknown>;
+  timestamp: string;
+  /** Stable per seed, customer and event: loading the same dataset twice stores it once. */
+  message_id: string;
+}
+
+export interface Product {
+  product_id: string;
+  name: string;
+  price: number;
+  category: string;
+  /** Relative popularity. */
+  weight: number;
+}
+
+const P = (product_id: string, name: string, price: number, category: string, weight: number): Product => ({
+  product_id,
+  name,
+  price,
+  category,
+  weight,
+});
+
+/** A small coffee-and-kitchen shop. Prices in USD. */
+export const CATALOGUE: readonly Product[] = [
+  P('SKU-1001', 'House Blend Coffee 500 g', 14.5, 'coffee', 10),
+  P('SKU-1002', 'Ethiopia Yirgacheffe 250 g', 16.9, 'coffee', 6),
+  P('SKU-1003', 'Colombia Supremo 1 kg', 27.0, 'coffee', 5),
+  P('SKU-1004', 'Decaf Espresso 500 g', 15.5, 'coffee', 3),
+  P('SKU-1005', 'Cold Brew Concentrate 1 l', 12.0, 'coffee', 4),
+  P('SKU-1006', 'Espresso Capsules (50)', 19.99, 'coffee', 7),
+  P('SKU-2001', 'Earl Grey Loose Leaf 200 g', 9.5, 'tea', 4),
+  P('SKU-2002', 'Sencha Green Tea 100 g', 11.0, 'tea', 3),
+  P('SKU-2003', 'Chai Spice Blend 250 g', 8.75, 'tea', 3),
+  P('SKU-3001', 'Pour-Over Dripper', 24.0, 'brewing', 3),
+  P('SKU-3002', 'French Press 1 l', 34.9, 'brewing', 3),
+  P('SKU-3003', 'Gooseneck Kettle', 59.0, 'brewing', 2),
+  P('SKU-3004', 'Burr Grinder', 129.0, 'brewing', 1),
+  P('SKU-3005', 'Paper Filters (100)', 5.5, 'brewing', 6),
+  P('SKU-3006', 'Digital Scale', 39.0, 'brewing', 1.5),
+  P('SKU-3007', 'Espresso Machine Compact', 249.0, 'brewing', 0.4),
+  P('SKU-4001', 'Ceramic Mug', 12.0, 'kitchen', 5),
+  P('SKU-4002', 'Double-Wall Glass (2)', 18.0, 'kitchen', 3),
+  P('SKU-4003', 'Travel Tumbler', 22.5, 'kitchen', 4),
+  P('SKU-4004', 'Milk Frother', 29.0, 'kitchen', 2),
+  P('SKU-5001', 'Almond Biscotti', 6.5, 'snacks', 5),
+  P('SKU-5002', 'Dark Chocolate Bar', 4.25, 'snacks', 6),
+  P('SKU-5003', 'Maple Syrup 250 ml', 13.0, 'snacks', 2),
+  P('SKU-6001', 'Gift Card $25', 25.0, 'gifts', 1),
+  P('SKU-6002', 'Coffee Lover Gift Box', 64.0, 'gifts', 1),
+];
+const WEIGHTS = CATALOGUE.map((p) => p.weight);
+
+const FIRST = [
+  'Olivia',
+  'Liam',
+  'Emma',
+  'Noah',
+  'Ava',
+  'Elijah',
+  'Sophia',
+  'Mateo',
+  'Isabella',
+  'Lucas',
+  'Mia',
+  'Amara',
+  'Hiro',
+  'Yuki',
+  'Priya',
+  'Arjun',
+  'Chloé',
+  'Louis',
+  'Lena',
+  'Jonas',
+  'Sofia',
+  'Luca',
+  'Aisha',
+  'Omar',
+  'Zara',
+  'Ethan',
+  'Grace',
+  'Kwame',
+  'Nia',
+  'Mei',
+  'Wei',
+  'Ingrid',
+  'Lars',
+  'Ana',
+  'Diego',
+  'Fatima',
+];
+const LAST = [
+  'Smith',
+  'Garcia',
+  'Müller',
+  'Rossi',
+  'Kim',
+  'Nguyen',
+  'Okafor',
+  'Silva',
+  'Dubois',
+  'Kowalski',
+  'Tanaka',
+  'Patel',
+  'Johansson',
+  'Haddad',
+  'Brown',
+  'Martin',
+  'Novak',
+  'Costa',
+  'Schmidt',
+  'Jensen',
+  'Ali',
+  'Chen',
+  'Moreau',
+  "O'Brien",
+  'Santos',
+  'Fischer',
+  'Ivanova',
+  'Mensah',
+  'Lopez',
+  'Yamamoto',
+];
+const COMPANIES = [
+  'Acme Corp',
+  'Globex',
+  'Initech',
+  'Umbrella Labs',
+  'Stark Industries',
+  'Wayne Enterprises',
+  'Hooli',
+  'Vandelay Imports',
+  'Soylent',
+  'Tyrell',
+  'Cyberdyne',
+  'Aperture Science',
+];
+const DOMAINS = ['example.com', 'example.org', 'example.net'];
+const COUNTRIES = ['US', 'US', 'US', 'CA', 'GB', 'DE', 'FR', 'NL', 'AU', 'JP', 'BR', 'IN'];
+const PLANS = ['free', 'starter', 'pro', 'enterprise'];
+const PLAN_WEIGHTS = [50, 30, 15, 5];
+const SOURCES = ['organic', 'google_ads', 'newsletter', 'instagram', 'referral'];
+const SOURCE_WEIGHTS = [40, 25, 15, 12, 8];
+const PAGES: ReadonlyArray<[string, string]> = [
+  ['Home', '/'],
+  ['Shop', '/shop'],
+  ['Brewing Guides', '/guides'],
+  ['About', '/about'],
+  ['Subscriptions', '/subscriptions'],
+];
+
+const DAY = 86_400_000;
+const WEEK = 7 * DAY;
+const MINUTE = 60_000;
+
+/**
+ * Model parameters (time in weeks, as in the literature). Purchase rate λ ~ Gamma(r, α) with mean
+ * r/α ≈ 0.11/week (≈ 6 a year while active); dropout rate μ ~ Gamma(s, β) with mean ≈ 0.03/week;
+ * spend: per-customer ν ~ Gamma(q, γ), order value ~ Gamma(p, ν), mean p·γ/(q−1) ≈ $58.
+ */
+export const MODEL = {
+  signupRate: 0.72,
+  buyerRate: 0.75,
+  secondDeviceRate: 0.15,
+  refundRate: 0.04,
+  planUpgradeRate: 0.1,
+  r: 0.9,
+  alpha: 8,
+  s: 0.7,
+  beta: 22,
+  p: 6.25,
+  q: 3.74,
+  gamma: 25.5,
+  maxOrders: 60,
+} as const;
+
+const cents = (x: number) => Math.round(x * 100);
+
+interface Session {
+  anon: string;
+  identity: string | undefined;
+}
+
+/** Every event of the dataset, one customer after another, each customer's in time order. */
+export function* generateDemoEvents(opts: DemoOptions): Generator<DemoEvent> {
+  for (let i = 0; i < opts.customers; i++) yield* generateCustomer(opts, i);
+}
+
+/** The events of customer `i` (0-based), in time order (ties keep the order they happened in). */
+export function generateCustomer(opts: DemoOptions, i: number): DemoEvent[] {
+  const events = simulateCustomer(opts, i);
+  return events.sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0));
+}
+
+function simulateCustomer(opts: DemoOptions, i: number): DemoEvent[] {
+  const rng = createRng(mixSeed(opts.seed, i));
+  const now = opts.now.getTime();
+  const start = now - Math.round(((opts.months ?? 18) * 365.25 * DAY) / 12);
+  const events: DemoEvent[] = [];
+  let n = 0;
+  const emit = (
+    at: number,
+    s: Session,
+    type: DemoEvent['event_type'],
+    name: string,
+    payload: Record<string, unknown>,
+  ) => {
+    const id = n++;
+    if (at > now) return;
+    const ev: DemoEvent = {
+      event_type: type,
+      event_name: name,
+      anonymous_id: s.anon,
+      payload,
+      timestamp: new Date(Math.floor(at)).toISOString(),
+      message_id: `demo-${opts.seed}-${i}-${id}`,
+    };
+    if (s.identity) ev.identity = s.identity;
+    events.push(ev);
+  };
+
+  /** A browsing visit starting at `t`; returns when it ended. */
+  const browse = (t: number, s: Session, pages: number): number => {
+    let at = t;
+    for (let k = 0; k < pages; k++) {
+      if (rng.chance(0.55)) {
+        const [title, path] = rng.pick(PAGES);
+        emit(at, s, 'page', title, { path, title, ...(k === 0 ? { referrer: refererOf(rng) } : {}) });
+      } else {
+        const prod = CATALOGUE[rng.weighted(WEIGHTS)]!;
+        emit(at, s, 'page', 'Product', { path: `/shop/${prod.product_id.toLowerCase()}`, title: prod.name });
+        emit(at + rng.int(5, 60) * 1000, s, 'track', 'Product Viewed', {
+          product_id: prod.product_id,
+          name: prod.name,
+          price: prod.price,
+          category: prod.category,
+        });
+      }
+      at += rng.int(20, 240) * 1000;
+    }
+    return at;
+  };
+
+  // Acquisition: skewed towards the present (a growing shop), never in the last hour.
+  const t0 = start + (now - start - 60 * MINUTE) * rng.next() ** 0.7;
+  const device: Session = { anon: rng.uuid(), identity: undefined };
+  let t = browse(t0, device, rng.int(1, 6));
+
+  if (!rng.chance(MODEL.signupRate)) {
+    // An anonymous visitor: maybe one more visit, then gone.
+    if (rng.chance(0.35)) browse(t + rng.exponential(1 / (10 * DAY)), device, rng.int(1, 4));
+    return events;
+  }
+
+  const first = rng.pick(FIRST);
+  const last = rng.pick(LAST);
+  const email = `${ascii(first)}.${ascii(last)}.${i + 1}@${rng.pick(DOMAINS)}`;
+  const plan = PLANS[rng.weighted(PLAN_WEIGHTS)]!;
+  t += rng.int(1, 10) * MINUTE;
+  const traits: Record<string, unknown> = {
+    email,
+    first_name: first,
+    last_name: last,
+    plan,
+    country: rng.pick(COUNTRIES),
+    signup_source: SOURCES[rng.weighted(SOURCE_WEIGHTS)]!,
+    newsletter: rng.chance(0.4),
+  };
+  if (plan !== 'free' || rng.chance(0.2)) traits.company = rng.pick(COMPANIES);
+  emit(t, device, 'identify', 'Signed Up', traits);
+  const known: Session = { anon: device.anon, identity: email };
+
+  // A later login from a second device: anonymous browsing first, then the login links it.
+  if (rng.chance(MODEL.secondDeviceRate)) {
+    const other: Session = { anon: rng.uuid(), identity: undefined };
+    const at = browse(t + rng.exponential(1 / (30 * DAY)), other, rng.int(1, 3));
+    emit(at + MINUTE, { anon: other.anon, identity: email }, 'identify', 'Logged In', { email });
+  }
+  if (rng.chance(MODEL.planUpgradeRate) && plan !== 'enterprise') {
+    const next = PLANS[PLANS.indexOf(plan) + 1]!;
+    emit(t + rng.exponential(1 / (60 * DAY)), known, 'identify', 'Plan Changed', {
+      plan: next,
+      previous_plan: plan,
+    });
+  }
+
+  if (!rng.chance(MODEL.buyerRate)) {
+    // Signed up, never bought: a few more visits.
+    let at = t;
+    for (let k = rng.int(0, 3); k > 0; k--)
+      at = browse(at + rng.exponential(1 / (20 * DAY)), known, rng.int(1, 4));
+    return events;
+  }
+
+  // Pareto/NBD: purchase rate and lifetime per customer; first purchase soon after sign-up.
+  const lambda = rng.gamma(MODEL.r, MODEL.alpha) / WEEK;
+  const mu = rng.gamma(MODEL.s, MODEL.beta) / WEEK;
+  const death = t + rng.exponential(mu);
+  const nu = rng.gamma(MODEL.q, MODEL.gamma);
+  let at = t + rng.exponential(1 / (2 * DAY));
+  for (let k = 0; k < MODEL.maxOrders && at <= Math.min(death, now); k++) {
+    const orderNo = k + 1;
+    const sessionEnd = browse(at, known, rng.int(1, 3));
+    const lines = fillOrder(rng, rng.gamma(MODEL.p, nu));
+    const total = lines.reduce((sum, l) => sum + cents(l.price) * l.quantity, 0) / 100;
+    const orderId = `D${opts.seed}-${i + 1}-${orderNo}`;
+    const orderAt = sessionEnd + rng.int(1, 8) * MINUTE;
+    emit(orderAt, known, 'order', 'Order Completed', {
+      order_id: orderId,
+      total,
+      currency: 'USD',
+      status: 'completed',
+      items: lines,
+    });
+    if (rng.chance(MODEL.refundRate)) {
+      emit(orderAt + rng.int(2, 20) * DAY, known, 'order', 'Order Refunded', {
+        order_id: orderId,
+        total,
+        currency: 'USD',
+        status: 'refunded',
+        items: lines,
+      });
+    }
+    at = orderAt + rng.exponential(lambda);
+  }
+  return events;
+}
+
+interface Line {
+  product_id: string;
+  name: string;
+  price: number;
+  quantity: number;
+  category: string;
+}
+
+/** Catalogue lines until the order reaches about the target value (at least one, at most eight). */
+function fillOrder(rng: Rng, target: number): Line[] {
+  const lines: Line[] = [];
+  let sum = 0;
+  while (lines.length < 8 && (lines.length === 0 || sum < target * 0.9)) {
+    const prod = CATALOGUE[rng.weighted(WEIGHTS)]!;
+    const quantity = prod.price < 20 && rng.chance(0.3) ? rng.int(2, 3) : 1;
+    const existing = lines.find((l) => l.product_id === prod.product_id);
+    if (existing) existing.quantity += quantity;
+    else
+      lines.push({
+        product_id: prod.product_id,
+        name: prod.name,
+        price: prod.price,
+        quantity,
+        category: prod.category,
+      });
+    sum += prod.price * quantity;
+  }
+  return lines;
+}
+
+function refererOf(rng: Rng): string {
+  return rng.pick(['https://www.google.com/', 'https://www.instagram.com/', 'https://news.example.org/']);
+}
+
+/** E-mail local parts stay ASCII (Chloé → chloe, O'Brien → obrien). */
+function ascii(s: string): string {
+  return s
+    .normalize('NFKD')
+    .replace(/[^A-Za-z]/g, '')
+    .toLowerCase();
+}

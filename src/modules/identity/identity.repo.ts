@@ -1,0 +1,163 @@
+import type { Queryable } from '../../platform/db';
+import type { IdentifierType } from './identifiers';
+
+/** SQL of the identity graph. Keys and rows travel as one jsonb parameter (one round trip per batch). */
+
+export interface NodeKey {
+  workspace_id: string;
+  type: IdentifierType;
+  value: string;
+}
+
+export interface NodeRow extends NodeKey {
+  id: string;
+  profile_id: string;
+  first_seen: Date;
+  last_seen: Date;
+}
+
+export interface EdgeRow {
+  from_node: string;
+  to_node: string;
+  event_id: string | null;
+  created_at: Date;
+}
+
+/** The nodes that exist for these keys (any workspaces: each key carries its own). */
+export async function findNodes(q: Queryable, keys: readonly NodeKey[]): Promise<NodeRow[]> {
+  if (keys.length === 0) return [];
+  const { rows } = await q.query<NodeRow>(
+    `SELECT n.id, n.workspace_id, n.type, n.value, n.profile_id, n.first_seen, n.last_seen
+       FROM jsonb_to_recordset($1::jsonb) AS k(workspace_id uuid, type text, value text)
+       JOIN identity_nodes n ON n.workspace_id = k.workspace_id AND n.type = k.type AND n.value = k.value`,
+    [JSON.stringify(keys)],
+  );
+  return rows;
+}
+
+export interface NodeWrite extends NodeKey {
+  id: string;
+  profile_id: string;
+  first_seen: string;
+  last_seen: string;
+}
+
+/**
+ * Writes nodes in one statement: new ones are inserted, known ones (same workspace, type and value)
+ * move to `profile_id` and advance last_seen (never backwards). Returns the ids written: a new node
+ * whose id is missing collided with one another transaction created meanwhile, and the caller must
+ * roll back and retry with fresh lookups.
+ */
+export async function upsertNodes(q: Queryable, nodes: readonly NodeWrite[]): Promise<Set<string>> {
+  if (nodes.length === 0) return new Set();
+  const { rows } = await q.query<{ id: string }>(
+    `INSERT INTO identity_nodes AS n (id, workspace_id, type, value, profile_id, first_seen, last_seen)
+     SELECT id, workspace_id, type, value, profile_id, first_seen, last_seen
+       FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, workspace_id uuid, type text, value text,
+            profile_id uuid, first_seen timestamptz, last_seen timestamptz)
+     ON CONFLICT (workspace_id, type, value) DO UPDATE
+       SET profile_id = EXCLUDED.profile_id, last_seen = GREATEST(n.last_seen, EXCLUDED.last_seen)
+     RETURNING n.id`,
+    [JSON.stringify(nodes)],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Every node of the merged-away profiles now belongs to their survivor. */
+export async function repointNodes(
+  q: Queryable,
+  moves: ReadonlyArray<{ from: string; to: string }>,
+): Promise<void> {
+  if (moves.length === 0) return;
+  await q.query(
+    `UPDATE identity_nodes n SET profile_id = m.to_id
+       FROM jsonb_to_recordset($1::jsonb) AS m(from_id uuid, to_id uuid)
+      WHERE n.profile_id = m.from_id`,
+    [JSON.stringify(moves.map((m) => ({ from_id: m.from, to_id: m.to })))],
+  );
+}
+
+export async function insertEdges(
+  q: Queryable,
+  edges: ReadonlyArray<{ workspace_id: string; from_node: string; to_node: string; event_id: string | null }>,
+): Promise<void> {
+  if (edges.length === 0) return;
+  await q.query(
+    `INSERT INTO identity_edges (workspace_id, from_node, to_node, event_id)
+     SELECT workspace_id, from_node, to_node, event_id
+       FROM jsonb_to_recordset($1::jsonb) AS r(workspace_id uuid, from_node uuid, to_node uuid, event_id text)
+     ON CONFLICT (from_node, to_node) DO NOTHING`,
+    [JSON.stringify(edges)],
+  );
+}
+
+/**
+ * A profile's nodes. last_seen is read from the profile's events rather than kept on the node:
+ * writing it on every event would double the worker's writes. An event mentions a node when its
+ * identity or anonymous id normalizes to the node's value (phones by their digits: the rare national
+ * format such as `+44 (0)20…` only counts from first_seen).
+ */
+export async function listNodesOfProfile(
+  q: Queryable,
+  workspaceId: string,
+  profileId: string,
+): Promise<NodeRow[]> {
+  const { rows } = await q.query<NodeRow>(
+    `SELECT n.id, n.workspace_id, n.type, n.value, n.profile_id, n.first_seen,
+            GREATEST(n.last_seen, (
+              SELECT max(e.occurred_at) FROM events e
+               WHERE e.workspace_id = n.workspace_id AND e.profile_id = n.profile_id
+                 AND CASE n.type
+                       WHEN 'anonymous_id' THEN lower(btrim(e.anonymous_id)) = n.value
+                       WHEN 'email' THEN lower(btrim(e.identity)) = n.value
+                       WHEN 'phone' THEN regexp_replace(e.identity, '[^0-9+]', '', 'g') = n.value
+                       ELSE btrim(e.identity) = n.value
+                     END)) AS last_seen
+       FROM identity_nodes n
+      WHERE n.workspace_id = $1 AND n.profile_id = $2 ORDER BY n.first_seen, n.type, n.value`,
+    [workspaceId, profileId],
+  );
+  return rows;
+}
+
+export async function listEdgesOfProfile(
+  q: Queryable,
+  workspaceId: string,
+  profileId: string,
+): Promise<EdgeRow[]> {
+  const { rows } = await q.query<EdgeRow>(
+    `SELECT e.from_node, e.to_node, e.event_id, e.created_at FROM identity_edges e
+       JOIN identity_nodes n ON n.id = e.from_node
+      WHERE e.workspace_id = $1 AND n.profile_id = $2 ORDER BY e.seq`,
+    [workspaceId, profileId],
+  );
+  return rows;
+}
+
+/** Which of these suppression hashes are on the workspaces' block lists. */
+export async function findSuppressed(
+  q: Queryable,
+  keys: ReadonlyArray<{ workspace_id: string; hash: string }>,
+): Promise<Array<{ workspace_id: string; hash: string }>> {
+  if (keys.length === 0) return [];
+  const { rows } = await q.query<{ workspace_id: string; hash: string }>(
+    `SELECT s.workspace_id, s.hash
+       FROM jsonb_to_recordset($1::jsonb) AS k(workspace_id uuid, hash text)
+       JOIN identifier_suppressions s ON s.workspace_id = k.workspace_id AND s.hash = k.hash`,
+    [JSON.stringify(keys)],
+  );
+  return rows;
+}
+
+export async function insertSuppressions(
+  q: Queryable,
+  workspaceId: string,
+  hashes: readonly string[],
+): Promise<void> {
+  if (hashes.length === 0) return;
+  await q.query(
+    `INSERT INTO identifier_suppressions (workspace_id, hash) SELECT $1, unnest($2::text[])
+     ON CONFLICT DO NOTHING`,
+    [workspaceId, hashes],
+  );
+}

@@ -1,0 +1,152 @@
+import { pageRequest } from '../../platform/cursor';
+import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
+import type { App, AppDeps } from '../../platform/http/types';
+import {
+  DeleteProfileQuery,
+  ErasureSchema,
+  LineageSchema,
+  ListProfilesQuery,
+  PageOnlyQuery,
+  ProfileIdParams,
+  ProfileSchema,
+  TimelineEventSchema,
+  UpsertProfileBody,
+} from './profiles.schemas';
+import * as profiles from './profiles.service';
+
+const tags = ['profiles'];
+const security = [{ apiKey: [] }];
+
+export function registerProfileRoutes(app: App, deps: AppDeps): void {
+  app.get(
+    '/tenant/profiles',
+    {
+      config: { auth: 'read' },
+      schema: {
+        tags,
+        security,
+        summary: 'List unified profiles (oldest first); filter by exact `email` or any `identity`.',
+        querystring: ListProfilesQuery,
+        response: { 200: PageEnvelope(ProfileSchema) },
+      },
+    },
+    async (req) => {
+      const { limit, cursor, email, identity } = req.query;
+      const page = pageRequest(deps.cursors, 'profiles', { limit, cursor });
+      return {
+        status: 'success' as const,
+        ...(await profiles.listProfiles(deps.db, deps.cursors, req.apiKey!.workspaceId, page, {
+          email,
+          identity,
+        })),
+      };
+    },
+  );
+
+  app.get(
+    '/tenant/profiles/:id',
+    {
+      config: { auth: 'read' },
+      schema: {
+        tags,
+        security,
+        summary: 'Read one profile. A merged-away id answers with the surviving profile.',
+        params: ProfileIdParams,
+        response: { 200: Envelope(ProfileSchema) },
+      },
+    },
+    async (req) => ok(await profiles.getProfile(deps.db, req.apiKey!.workspaceId, req.params.id)),
+  );
+
+  app.post(
+    '/tenant/profiles',
+    {
+      config: { auth: 'write' },
+      schema: {
+        tags,
+        security,
+        summary:
+          'Create or update a profile: with `id` update it (404 if unknown); else match by `identity`, then ' +
+          '`email`; else create. Traits merge by the trait rules; lineage names the API key.',
+        body: UpsertProfileBody,
+        response: { 200: Envelope(ProfileSchema) },
+      },
+    },
+    async (req) =>
+      ok(await profiles.upsertProfile(deps.db, req.apiKey!.workspaceId, req.apiKey!.id, req.body)),
+  );
+
+  app.delete(
+    '/tenant/profiles/:id',
+    {
+      config: { auth: 'write' },
+      schema: {
+        tags,
+        security,
+        summary:
+          'Erase a profile (and the profiles merged into it): events, identifiers, lineage; orders lose the ' +
+          'link. `suppress=true` also blocks its identifiers from creating a profile again.',
+        params: ProfileIdParams,
+        querystring: DeleteProfileQuery,
+        response: { 200: Envelope(ErasureSchema) },
+      },
+    },
+    async (req) =>
+      ok(
+        await profiles.eraseProfile(deps.db, deps.log, req.apiKey!.workspaceId, req.params.id, {
+          suppress: req.query.suppress ?? false,
+          apiKeyId: req.apiKey!.id,
+        }),
+      ),
+  );
+
+  app.get(
+    '/tenant/profiles/:id/events',
+    {
+      config: { auth: 'read' },
+      schema: {
+        tags,
+        security,
+        summary: 'The profile’s processed events, newest first (by event time).',
+        params: ProfileIdParams,
+        querystring: PageOnlyQuery,
+        response: { 200: PageEnvelope(TimelineEventSchema) },
+      },
+    },
+    async (req) => {
+      const page = pageRequest(deps.cursors, 'profile-events', req.query);
+      return {
+        status: 'success' as const,
+        ...(await profiles.listProfileEvents(
+          deps.db,
+          deps.cursors,
+          req.apiKey!.workspaceId,
+          req.params.id,
+          page,
+        )),
+      };
+    },
+  );
+
+  app.get(
+    '/tenant/profiles/:id/lineage',
+    {
+      config: { auth: 'read' },
+      schema: {
+        tags,
+        security,
+        summary: 'Every field-level change of the profile, newest first: path, old, new, source, time.',
+        params: ProfileIdParams,
+        querystring: PageOnlyQuery,
+        response: { 200: PageEnvelope(LineageSchema) },
+      },
+    },
+    async (req) => {
+      const page = pageRequest(deps.cursors, 'profile-lineage', req.query);
+      return {
+        status: 'success' as const,
+        ...(await profiles.listLineage(deps.db, deps.cursors, req.apiKey!.workspaceId, req.params.id, page)),
+      };
+    },
+  );
+}

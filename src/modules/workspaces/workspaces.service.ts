@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../../platform/db';
+import { iso } from '../../platform/http/envelope';
+import { newUuid } from '../../platform/ids';
+import { type CreatedApiKey, createKey } from '../api-keys/api-keys.service';
+import * as repo from './workspaces.repo';
+
+export interface WorkspaceView {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface CreatedWorkspace {
+  workspace: WorkspaceView;
+  api_key: CreatedApiKey;
+}
+
+const present = (w: repo.WorkspaceRow): WorkspaceView => ({
+  id: w.id,
+  name: w.name,
+  created_at: iso(w.created_at)!,
+});
+
+/** A workspace and its first admin key, in one transaction: never a workspace nobody can reach. */
+export async function createWorkspace(db: Db, name: string, adminKey?: string): Promise<CreatedWorkspace> {
+  return db.transaction(async (tx) => {
+    const w = await repo.insertWorkspace(tx, newUuid(), name);
+    const key = await createKey(tx, w.id, { name: 'admin', scopes: ['admin'] }, adminKey);
+    return { workspace: present(w), api_key: key };
+  });
+}
+
+/**
+ * First start on an empty database: create workspace `default` with one admin key (the value of
+ * CDP_INITIAL_ADMIN_KEY when set). Returns it so the caller can print the key once; null when the
+ * database already had a workspace.
+ */
+export async function bootstrapDefaultWorkspace(
+  db: Db,
+  adminKey: string | null,
+): Promise<CreatedWorkspace | null> {
+  return db.transaction(async (tx) => {
+    await repo.lockBootstrap(tx);
+    if ((await repo.countWorkspaces(tx)) > 0) return null;
+    const w = await repo.insertWorkspace(tx, newUuid(), 'default');
+    const key = await createKey(
+      tx,
+      w.id,
+      { name: 'initial admin', scopes: ['admin'] },
+      adminKey ?? undefined,
+    );
+    return { workspace: present(w), api_key: key };
+  });
+}
+
+/** The service-wide secret cursors are sealed with, created once and shared by every process. */
+export async function loadCursorSecret(db: Db): Promise<string> {
+  return db.transaction((tx) =>
+    repo.ensureSystemSetting(tx, 'cursor_secret', randomBytes(32).toString('base64url')),
+  );
+}

@@ -1,0 +1,58 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Db } from './port';
+
+export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../migrations');
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Reads `NNNN_name.sql` files in version order; the number is the version and must be unique. */
+export function loadMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
+  const files = readdirSync(dir).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f));
+  const migrations = files
+    .map((f) => ({
+      version: Number(f.slice(0, 4)),
+      name: f.slice(5, -4),
+      sql: readFileSync(join(dir, f), 'utf8'),
+    }))
+    .sort((a, b) => a.version - b.version);
+  for (let i = 1; i < migrations.length; i++) {
+    if (migrations[i]!.version === migrations[i - 1]!.version) {
+      throw new Error(`two migrations share version ${migrations[i]!.version}`);
+    }
+  }
+  return migrations;
+}
+
+/**
+ * Applies pending migrations, forward only, each in its own transaction. An advisory lock makes
+ * concurrent starts of several processes safe: one applies, the others wait and then find nothing.
+ */
+export async function migrate(db: Db, migrations: Migration[] = loadMigrations()): Promise<number[]> {
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(7263001)');
+    await tx.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY,
+      name text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+  });
+  const applied: number[] = [];
+  for (const m of migrations) {
+    const done = await db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(7263001)');
+      const { rows } = await tx.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
+      if (rows.length > 0) return false;
+      await tx.exec(m.sql);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      return true;
+    });
+    if (done) applied.push(m.version);
+  }
+  return applied;
+}

@@ -1,0 +1,79 @@
+/**
+ * The one error type of the service. Every failure a client can see is an AppError with a code from
+ * this table; the status follows from the code, so a route can never pair them wrongly.
+ */
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  INVALID_JSON: 400,
+  INVALID_CURSOR: 400,
+  MISSING_API_KEY: 401,
+  INVALID_TENANT_KEY: 401,
+  INVALID_OPERATOR_TOKEN: 401,
+  INSUFFICIENT_SCOPE: 403,
+  ORIGIN_NOT_ALLOWED: 403,
+  HTTPS_REQUIRED: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  REQUEST_TIMEOUT: 408,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  BATCH_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  HEADERS_TOO_LARGE: 431,
+  INTERNAL_ERROR: 500,
+  UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorDetail {
+  /** JSON pointer into the request part that failed, e.g. `/3/event_type`. */
+  path: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: ErrorDetail[] | undefined;
+  /** Extra response headers, e.g. Retry-After. */
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { details?: ErrorDetail[]; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.details = opts.details;
+    this.headers = opts.headers;
+  }
+}
+
+export const notFound = (what = 'resource'): AppError => new AppError('NOT_FOUND', `${what} not found`);
+
+export const validationError = (path: string, message: string): AppError =>
+  new AppError('VALIDATION_ERROR', message, { details: [{ path, message }] });
+
+export interface ErrorEnvelope {
+  status: 'error';
+  error_code: ErrorCode;
+  message: string;
+  timestamp: string;
+  details?: ErrorDetail[];
+}
+
+export function toEnvelope(err: AppError, now: Date = new Date()): ErrorEnvelope {
+  const body: ErrorEnvelope = {
+    status: 'error',
+    error_code: err.code,
+    message: err.message,
+    timestamp: now.toISOString(),
+  };
+  if (err.details && err.details.length > 0) body.details = err.details;
+  return body;
+}

@@ -1,0 +1,25 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/**
+ * A time-ordered id: 10 characters of millisecond time, then 16 of randomness (a lower-case ULID).
+ * Sorting by id sorts by creation time, which keeps inserts append-only in B-tree indexes.
+ */
+export function newSortableId(prefix: string, now: number = Date.now()): string {
+  let time = '';
+  let t = now;
+  for (let i = 0; i < 10; i++) {
+    time = CROCKFORD[t % 32] + time;
+    t = Math.floor(t / 32);
+  }
+  const rand = randomBytes(16);
+  let tail = '';
+  for (let i = 0; i < 16; i++) tail += CROCKFORD[rand[i]! & 31];
+  return `${prefix}_${time}${tail}`;
+}
+
+export const newUuid = (): string => randomUUID();
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const isUuid = (s: string): boolean => UUID_RE.test(s);

@@ -1,0 +1,22 @@
+import { processingWorker } from './modules/processing/processing.worker';
+import type { AppDeps } from './platform/http/types';
+
+/** A background loop run by ROLE=worker|all. start() returns its stop function. */
+export interface WorkerModule {
+  name: string;
+  start(deps: AppDeps): Promise<() => Promise<void>>;
+}
+
+/** Every background worker, registered explicitly (like the routes in app.ts). */
+export const WORKERS: WorkerModule[] = [processingWorker];
+
+export async function startWorkers(deps: AppDeps): Promise<() => Promise<void>> {
+  const stops: Array<() => Promise<void>> = [];
+  for (const w of WORKERS) {
+    stops.push(await w.start(deps));
+    deps.log.debug({ worker: w.name }, 'worker started');
+  }
+  return async () => {
+    for (const stop of stops.reverse()) await stop();
+  };
+}

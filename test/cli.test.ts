@@ -1,0 +1,245 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { loadMigrations } from '../src/platform/db/migrate';
+import { killAllChildren, request, runCli, type ServiceProcess, serviceEnv, startService } from './child';
+import { dropSchema, ENGINE } from './harness';
+
+// Each test spawns whole services (seconds each on a busy 2-core machine): allow for it.
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
+
+/**
+ * The `cdp` command as a user runs it: a real child process on a database of its own (a temporary
+ * DATA_DIR on PGlite, a fresh schema on PostgreSQL).
+ */
+const dirs: string[] = [];
+const schemas: string[] = [];
+const services: ServiceProcess[] = [];
+
+/** An empty database and nothing else: no fixed admin key unless the test sets one. */
+function emptyDbEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env = serviceEnv(extra);
+  if (!('CDP_INITIAL_ADMIN_KEY' in extra)) delete env.CDP_INITIAL_ADMIN_KEY;
+  if (env.DATABASE_URL) schemas.push(env.DATABASE_SCHEMA!);
+  else {
+    const dir = mkdtempSync(join(tmpdir(), 'cdp-cli-'));
+    dirs.push(dir);
+    env.DATA_DIR = join(dir, 'data');
+  }
+  return env;
+}
+
+async function start(env: Record<string, string>): Promise<ServiceProcess> {
+  const svc = await startService(env);
+  services.push(svc);
+  return svc;
+}
+
+afterAll(async () => {
+  await Promise.all(services.map((s) => s.stop()));
+  killAllChildren();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  for (const s of schemas) await dropSchema(process.env.DATABASE_URL!, s);
+});
+
+const ADMIN_KEY_LINE = /Admin API key \(shown only now, store it safely\):\s+(cdp_sk_[A-Za-z0-9_-]{43,})/;
+
+function expectUsageError(res: { code: number | null; stderr: string; stdout: string }, text: RegExp) {
+  expect(res.code).toBe(2);
+  const lines = res.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^cdp: /);
+  expect(lines[0]).toMatch(text);
+  expect(res.stderr).not.toMatch(/\n\s+at /);
+}
+
+describe('cdp without a database', () => {
+  const env = { LOG_LEVEL: 'info', DATA_DIR: ':memory:' };
+
+  it('prints its usage for --help and exits 0', async () => {
+    const res = await runCli(['--help'], env);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('usage: cdp <command>');
+    for (const cmd of ['start', 'migrate', 'workspace create NAME', 'key create --workspace ID']) {
+      expect(res.stdout).toContain(cmd);
+    }
+  });
+
+  const label = (args: string[]) =>
+    ['cdp', ...args.map((a) => (a.length > 30 ? `<${a.length} characters>` : a.trim() ? a : `'${a}'`))].join(
+      ' ',
+    );
+  it.each(
+    (
+      [
+        [[], /no command given/],
+        [['frobnicate'], /unknown command "frobnicate"/],
+        [['--bogus'], /Unknown option '--bogus'/],
+        [['workspace', 'create'], /usage: cdp workspace create NAME/],
+        [['workspace', 'create', '   '], /invalid workspace name: must not be blank/],
+        [['workspace', 'create', 'x'.repeat(201)], /invalid workspace name: .*200/],
+        [['key', 'create'], /key create needs --workspace ID/],
+        [['key', 'create', '--workspace', 'w'], /key create needs --scopes/],
+        [['key', 'create', '--workspace', 'w', '--scopes', 'viewer,root'], /unknown scope\(s\): root/],
+        [['key', 'create', '--workspace', 'w', '--scopes', ''], /key create needs --scopes/],
+        [
+          [
+            'key',
+            'create',
+            '--workspace',
+            'w',
+            '--scopes',
+            'viewer',
+            '--domains',
+            'https://shop.example.com/',
+          ],
+          /allowed_domains\/0: "https:\/\/shop.example.com\/" is not a host name/,
+        ],
+      ] as Array<[string[], RegExp]>
+    ).map(([args, message]) => [label(args), args, message] as const),
+  )('refuses `%s` with exit code 2 and one line on stderr', async (_label, args, message) => {
+    const res = await runCli(args, env);
+    expectUsageError(res, message);
+    expect(res.stdout).toBe('');
+  });
+
+  it('refuses a CDP_INITIAL_ADMIN_KEY that could never authenticate', async () => {
+    const res = await runCli(['start'], {
+      ...env,
+      CDP_INITIAL_ADMIN_KEY: 'my-own-secret-that-is-long-enough-1234',
+    });
+    expectUsageError(res, /CDP_INITIAL_ADMIN_KEY must be cdp_sk_/);
+  });
+
+  it('refuses a bad setting by naming the variable', async () => {
+    expectUsageError(await runCli(['migrate'], { ...env, PORT: 'eighty' }), /PORT must be a whole number/);
+  });
+});
+
+describe('cdp when a dependency is down', () => {
+  const expectOneLineFailure = (res: { code: number | null; stderr: string }, text: RegExp) => {
+    expect(res.code).toBe(1);
+    expect(res.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(res.stderr).toMatch(text);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+  };
+
+  it('names an unreachable database in one line and exits 1', async () => {
+    const res = await runCli(['migrate'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });
+    expectOneLineFailure(res, /^cdp: connect ECONNREFUSED 127\.0\.0\.1:1 \(ECONNREFUSED\)/);
+  });
+
+  it('names an unreachable Redis in one line and exits 1', async () => {
+    const env = serviceEnv({ REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'fatal' });
+    if (env.DATABASE_SCHEMA) schemas.push(env.DATABASE_SCHEMA);
+    const res = await runCli(['start'], env);
+    expectOneLineFailure(res, /^cdp: Redis at REDIS_URL did not answer/);
+  });
+});
+
+describe(`cdp on an empty database (${ENGINE})`, () => {
+  it('creates workspace "default" on first start, prints its admin key once, and not again', async () => {
+    const env = emptyDbEnv();
+    const first = await start(env);
+    console.log(
+      `first start on an empty ${ENGINE} database: ${first.startupMs} ms from spawn to /health 200`,
+    );
+    expect(first.startupMs).toBeLessThan(60_000);
+    const printed = first.stdout().match(ADMIN_KEY_LINE);
+    expect(printed).not.toBeNull();
+    const adminKey = printed![1]!;
+    expect(first.stdout().match(new RegExp(adminKey, 'g'))).toHaveLength(1);
+    const keys = await request(first.url!, 'GET', '/tenant/apikeys', { key: adminKey });
+    expect(keys.status).toBe(200);
+    expect(keys.body.data).toHaveLength(1);
+    expect(keys.body.data[0].scopes).toEqual(['admin']);
+    expect((await first.stop()).code).toBe(0);
+
+    const second = await start(env);
+    expect(second.stdout()).not.toMatch(/Admin API key/);
+    expect(second.stdout()).not.toContain(adminKey);
+    expect((await request(second.url!, 'GET', '/tenant/apikeys', { key: adminKey })).status).toBe(200);
+    expect((await second.stop()).code).toBe(0);
+  });
+
+  it('uses CDP_INITIAL_ADMIN_KEY as the first admin key when it is set', async () => {
+    const fixed = `cdp_sk_${randomBytes(32).toString('base64url')}`;
+    const svc = await start(emptyDbEnv({ CDP_INITIAL_ADMIN_KEY: fixed }));
+    expect(svc.stdout().match(ADMIN_KEY_LINE)?.[1]).toBe(fixed);
+    expect((await request(svc.url!, 'GET', '/tenant/apikeys', { key: fixed })).status).toBe(200);
+    await svc.stop();
+  });
+});
+
+describe(`cdp migrate, workspace create, key create (${ENGINE})`, () => {
+  const env = emptyDbEnv();
+
+  it('migrates, creates a workspace and a key that a started service accepts', async () => {
+    const versions = loadMigrations().map((m) => m.version);
+    const migrated = await runCli(['migrate'], env);
+    expect(migrated.code).toBe(0);
+    expect(JSON.parse(migrated.stdout)).toEqual({ applied: versions });
+    const again = await runCli(['migrate'], env);
+    expect(JSON.parse(again.stdout)).toEqual({ applied: [] });
+
+    const ws = await runCli(['workspace', 'create', 'Acme Inc.'], env);
+    expect(ws.code).toBe(0);
+    const created = JSON.parse(ws.stdout);
+    expect(created.workspace).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      name: 'Acme Inc.',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(created.api_key).toMatchObject({
+      id: expect.stringMatching(/^key_/),
+      scopes: ['admin'],
+      allowed_domains: [],
+      api_key: expect.stringMatching(/^cdp_sk_/),
+    });
+
+    const key = await runCli(
+      ['key', 'create', '--workspace', created.workspace.id, '--scopes', 'viewer,ingest', '--name', 'x'],
+      env,
+    );
+    expect(key.code).toBe(0);
+    const k = JSON.parse(key.stdout);
+    expect(k).toMatchObject({ name: 'x', scopes: ['viewer', 'ingest'], allowed_domains: [] });
+    expect(k.api_key).toMatch(/^cdp_sk_[A-Za-z0-9_-]{43}$/);
+
+    const missing = await runCli(
+      ['key', 'create', '--workspace', '1b4e28ba-2fa1-41d2-883f-0016d3cca427', '--scopes', 'viewer'],
+      env,
+    );
+    expectUsageError(missing, /no workspace 1b4e28ba-2fa1-41d2-883f-0016d3cca427/);
+
+    const svc = await start(env);
+    // The database already had a workspace, so no "default" one was bootstrapped.
+    expect(svc.stdout()).not.toMatch(/Admin API key/);
+    const listed = await request(svc.url!, 'GET', '/tenant/apikeys', { key: created.api_key.api_key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((x: { name: string }) => x.name)).toEqual(['admin', 'x']);
+    // The viewer+ingest key authenticates (403 for the admin-only route, not 401).
+    const limited = await request(svc.url!, 'GET', '/tenant/apikeys', { key: k.api_key });
+    expect(limited.status).toBe(403);
+    expect(limited.body.error_code).toBe('INSUFFICIENT_SCOPE');
+    // PGlite allows one process per data directory: stop before the next test opens it.
+    expect((await svc.stop()).code).toBe(0);
+  });
+
+  it('says so in one line when the port is taken', async () => {
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      // The database is not empty any more, so nothing else is printed before the refusal.
+      const res = await runCli(['start'], { ...env, PORT: String(port), LOG_LEVEL: 'warn' });
+      expectUsageError(res, new RegExp(`127.0.0.1:${port} is already in use`));
+      expect(res.stdout).toBe('');
+    } finally {
+      blocker.close();
+    }
+  });
+});
