@@ -72,6 +72,59 @@ export async function insertOrderIfNew(
   return rows[0] ?? null;
 }
 
+/** A new order of a batch (see insertOrdersIfNew). */
+export interface NewOrder {
+  workspaceId: string;
+  orderId: string;
+  profileId: string | null;
+  status: string;
+  total: number;
+  currency: string;
+  items: OrderItem[];
+  occurredAt: Date;
+  eventId: string;
+}
+
+/**
+ * insertOrderIfNew for many orders in one statement (the worker applies a batch's orders at once);
+ * `orders` must not repeat a (workspace, order_id). Returns the rows it created, with their
+ * workspace; an order_id that already existed is simply absent.
+ */
+export async function insertOrdersIfNew(
+  q: Queryable,
+  orders: readonly NewOrder[],
+): Promise<Array<OrderRow & { workspace_id: string }>> {
+  if (orders.length === 0) return [];
+  const json = JSON.stringify(
+    orders.map((o) => ({
+      workspace_id: o.workspaceId,
+      order_id: o.orderId,
+      profile_id: o.profileId,
+      status: o.status,
+      total: String(o.total),
+      currency: o.currency,
+      items: o.items,
+      occurred_at: o.occurredAt.toISOString(),
+      event_id: o.eventId,
+    })),
+  );
+  const { rows } = await q.query<OrderRow & { workspace_id: string }>(
+    `INSERT INTO orders (workspace_id, order_id, profile_id, status, total, currency, items, occurred_at,
+                         event_id, status_at, completed_at)
+     SELECT x.workspace_id, x.order_id, x.profile_id, x.status, x.total, x.currency, x.items, x.occurred_at,
+            x.event_id, x.occurred_at, CASE WHEN x.status = 'completed' THEN x.occurred_at END
+       FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (workspace_id uuid, order_id text, profile_id uuid,
+              status text, total numeric, currency text, items jsonb, occurred_at timestamptz, event_id text))
+            WITH ORDINALITY AS x(workspace_id, order_id, profile_id, status, total, currency, items,
+              occurred_at, event_id, n)
+      ORDER BY x.n
+     ON CONFLICT (workspace_id, order_id) DO NOTHING
+     RETURNING workspace_id, ${ORDER_COLUMNS}`,
+    [json],
+  );
+  return rows;
+}
+
 export async function findOrder(
   q: Queryable,
   workspaceId: string,
@@ -210,47 +263,81 @@ export async function listOrders(
  * Products an editor created or edited are never changed here. Unchanged rows are not written (nor
  * locked), so popular products do not serialize concurrent workers.
  */
-export async function upsertProductsFromOrder(
+export function upsertProductsFromOrder(
   q: Queryable,
   workspaceId: string,
   items: ReadonlyArray<OrderItem & { product_id: string }>,
   currency: string,
   observedAt: Date,
 ): Promise<void> {
-  if (items.length === 0) return;
-  const json = JSON.stringify(
-    items.map((i) => ({
-      product_id: i.product_id,
-      name: i.name,
-      price: i.price === null ? null : String(i.price),
-      category: i.category,
-    })),
+  return upsertProductsFromOrders(
+    q,
+    workspaceId,
+    items.map((i) => ({ ...i, currency, observedAt })),
   );
-  const recordset = `jsonb_to_recordset($2::jsonb) AS x (product_id text, name text, price numeric, category text)`;
+}
+
+/** One product as a batch of orders describes it (see upsertProductsFromOrders). */
+export interface ObservedProduct {
+  product_id: string;
+  name: string | null;
+  price: number | null;
+  /** The currency of the order that gave `price`. */
+  currency: string;
+  category: string | null;
+  observedAt: Date;
+}
+
+/**
+ * upsertProductsFromOrder for a whole batch of orders of one workspace, in two statements: each
+ * product_id once (the caller merges a batch's mentions, newest last), with its own observation
+ * time and currency. Same rules: new products are inserted; products only orders have described
+ * follow a newer observation when it differs; editors' products are never touched.
+ */
+export async function upsertProductsFromOrders(
+  q: Queryable,
+  workspaceId: string,
+  products: readonly ObservedProduct[],
+): Promise<void> {
+  if (products.length === 0) return;
+  const json = JSON.stringify(
+    [...products]
+      .sort((a, b) => (a.product_id < b.product_id ? -1 : a.product_id > b.product_id ? 1 : 0))
+      .map((p) => ({
+        product_id: p.product_id,
+        name: p.name,
+        price: p.price === null ? null : String(p.price),
+        currency: p.currency,
+        category: p.category,
+        observed_at: p.observedAt.toISOString(),
+      })),
+  );
+  const recordset = `jsonb_to_recordset($2::jsonb) AS x (product_id text, name text, price numeric,
+    currency text, category text, observed_at timestamptz)`;
   await q.query(
     `INSERT INTO products (workspace_id, product_id, name, price, currency, category, source, observed_at)
-     SELECT $1, x.product_id, x.name, x.price, CASE WHEN x.price IS NOT NULL THEN $3 END, x.category,
-            'orders', $4::timestamptz
+     SELECT $1, x.product_id, x.name, x.price, CASE WHEN x.price IS NOT NULL THEN x.currency END, x.category,
+            'orders', x.observed_at
      FROM ${recordset} ORDER BY x.product_id
      ON CONFLICT (workspace_id, product_id) DO NOTHING`,
-    [workspaceId, json, currency, observedAt],
+    [workspaceId, json],
   );
   await q.query(
     `UPDATE products p SET
        name = coalesce(x.name, p.name),
        price = coalesce(x.price, p.price),
-       currency = CASE WHEN x.price IS NOT NULL THEN $3 ELSE p.currency END,
+       currency = CASE WHEN x.price IS NOT NULL THEN x.currency ELSE p.currency END,
        category = coalesce(x.category, p.category),
-       observed_at = $4::timestamptz,
+       observed_at = x.observed_at,
        updated_at = now()
      FROM ${recordset}
      WHERE p.workspace_id = $1 AND p.product_id = x.product_id AND p.source = 'orders'
-       AND (p.observed_at IS NULL OR p.observed_at <= $4::timestamptz)
+       AND (p.observed_at IS NULL OR p.observed_at <= x.observed_at)
        AND (p.name IS DISTINCT FROM coalesce(x.name, p.name)
          OR p.price IS DISTINCT FROM coalesce(x.price, p.price)
-         OR (x.price IS NOT NULL AND p.currency IS DISTINCT FROM $3)
+         OR (x.price IS NOT NULL AND p.currency IS DISTINCT FROM x.currency)
          OR p.category IS DISTINCT FROM coalesce(x.category, p.category))`,
-    [workspaceId, json, currency, observedAt],
+    [workspaceId, json],
   );
 }
 

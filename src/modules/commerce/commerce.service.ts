@@ -3,7 +3,7 @@ import type { Db, Queryable } from '../../platform/db';
 import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { isUuid } from '../../platform/ids';
-import { writeOutbox } from '../outbox/outbox.repo';
+import { writeOutbox, writeOutboxMany } from '../outbox/outbox.repo';
 import * as repo from './commerce.repo';
 import { type OrderItem, productsOf, readOrderPayload } from './order-payload';
 
@@ -83,20 +83,132 @@ export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<Ord
   return 'updated';
 }
 
+/**
+ * applyOrderEvent for a whole batch, in the worker's transaction, with the same rules and outcomes
+ * (one per event, in order). New orders, by far the common case, are written with a handful of
+ * statements for the batch instead of five round trips each: one multi-row insert, one products
+ * upsert per workspace (each product once, merged from its mentions oldest first so the newest
+ * non-empty value of each field wins, as one-by-one application in time order would), one
+ * total_spend recomputation and one outbox insert. Events for an order that already exists, or a
+ * second event for an order_id in the same batch, then go through applyOrderEvent one by one, after
+ * the first, so one order's events still apply in order.
+ */
+export async function applyOrderEvents(
+  tx: Queryable,
+  events: readonly OrderEvent[],
+): Promise<OrderOutcome[]> {
+  const outcomes: OrderOutcome[] = events.map(() => 'ignored');
+  const firsts = new Map<
+    string,
+    { index: number; order: NonNullable<ReturnType<typeof readOrderPayload>> }
+  >();
+  const later: number[] = [];
+  events.forEach((e, index) => {
+    const order = readOrderPayload(e.payload);
+    if (order === null) return;
+    const key = `${e.workspaceId}|${order.orderId}`;
+    if (firsts.has(key)) later.push(index);
+    else firsts.set(key, { index, order });
+  });
+
+  const created = await repo.insertOrdersIfNew(
+    tx,
+    [...firsts.values()].map(({ index, order }) => {
+      const e = events[index]!;
+      return {
+        workspaceId: e.workspaceId,
+        orderId: order.orderId,
+        profileId: e.profileId,
+        status: order.status,
+        total: order.total,
+        currency: order.currency,
+        items: order.items,
+        occurredAt: e.occurredAt,
+        eventId: e.eventId,
+      };
+    }),
+  );
+  const createdByKey = new Map(created.map((row) => [`${row.workspace_id}|${row.order_id}`, row]));
+  const productsByWorkspace = new Map<string, Map<string, repo.ObservedProduct>>();
+  const completed: Array<repo.OrderRow & { workspace_id: string }> = [];
+  const existing: number[] = [];
+  for (const [key, { index, order }] of firsts) {
+    const row = createdByKey.get(key);
+    if (!row) {
+      existing.push(index);
+      continue;
+    }
+    outcomes[index] = 'created';
+    if (row.status === 'completed') completed.push(row);
+    const e = events[index]!;
+    const products = productsByWorkspace.get(e.workspaceId) ?? new Map<string, repo.ObservedProduct>();
+    productsByWorkspace.set(e.workspaceId, products);
+    for (const item of productsOf(order.items)) {
+      const seen = products.get(item.product_id);
+      products.set(item.product_id, mergeObservation(seen, item, order.currency, e.occurredAt));
+    }
+  }
+  for (const [workspaceId, products] of productsByWorkspace) {
+    await repo.upsertProductsFromOrders(tx, workspaceId, [...products.values()]);
+  }
+  const spenders = new Map<string, Set<string>>();
+  for (const o of completed) {
+    if (o.profile_id === null) continue;
+    const ids = spenders.get(o.workspace_id) ?? new Set<string>();
+    spenders.set(o.workspace_id, ids.add(o.profile_id));
+  }
+  for (const [workspaceId, ids] of spenders) await repo.recomputeTotalSpend(tx, workspaceId, [...ids]);
+  await writeOutboxMany(
+    tx,
+    completed.map((o) => ({ workspaceId: o.workspace_id, type: 'order.completed', data: completedFact(o) })),
+  );
+
+  for (const index of [...existing, ...later].sort((a, b) => a - b)) {
+    outcomes[index] = await applyOrderEvent(tx, events[index]!);
+  }
+  return outcomes;
+}
+
+/**
+ * One product's mentions in a batch folded into one observation: a mention at least as new as the
+ * folded one overrides each field it has a value for (price and its currency together).
+ */
+function mergeObservation(
+  seen: repo.ObservedProduct | undefined,
+  item: OrderItem & { product_id: string },
+  currency: string,
+  at: Date,
+): repo.ObservedProduct {
+  const mention = { ...item, currency, observedAt: at };
+  if (!seen) return mention;
+  const [older, newer] = at.getTime() >= seen.observedAt.getTime() ? [seen, mention] : [mention, seen];
+  const priced = newer.price !== null ? newer : older;
+  return {
+    product_id: item.product_id,
+    name: newer.name ?? older.name,
+    price: priced.price,
+    currency: priced.currency,
+    category: newer.category ?? older.category,
+    observedAt: newer.observedAt,
+  };
+}
+
 /** First completion of an order: revenue for its profile and one `order.completed` fact. */
 async function orderCompleted(tx: Queryable, workspaceId: string, o: repo.OrderRow): Promise<void> {
   if (o.profile_id !== null) await repo.recomputeTotalSpend(tx, workspaceId, [o.profile_id]);
-  await writeOutbox(tx, workspaceId, 'order.completed', {
-    order_id: o.order_id,
-    profile_id: o.profile_id,
-    status: o.status,
-    total: o.total,
-    currency: o.currency,
-    items: o.items,
-    occurred_at: iso(o.occurred_at),
-    event_id: o.event_id,
-  });
+  await writeOutbox(tx, workspaceId, 'order.completed', completedFact(o));
 }
+
+const completedFact = (o: repo.OrderRow): Record<string, unknown> => ({
+  order_id: o.order_id,
+  profile_id: o.profile_id,
+  status: o.status,
+  total: o.total,
+  currency: o.currency,
+  items: o.items,
+  occurred_at: iso(o.occurred_at),
+  event_id: o.event_id,
+});
 
 /**
  * Profile merge support: the orders of merged-away profiles now belong to the survivor, whose

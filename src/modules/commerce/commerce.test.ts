@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../../test/harness';
 import { newSortableId } from '../../platform/ids';
-import { applyOrderEvent, reassignOrders } from './commerce.service';
+import { applyOrderEvent, applyOrderEvents, type OrderEvent, reassignOrders } from './commerce.service';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -172,6 +172,93 @@ describe('products from order items', () => {
     await order(p, { order_id: 'L4', total: 20, currency: 'EUR', items: [item(20, 'Sale lamp')] }, day(20));
     lamp = await svc.call('GET', '/tenant/products/lamp');
     expect(lamp.body.data).toMatchObject({ name: 'Desk lamp', price: 40, currency: 'USD', source: 'api' });
+  });
+});
+
+describe('a batch of order events (as the worker applies them)', () => {
+  const event = (
+    profileId: string,
+    payload: Record<string, unknown>,
+    occurredAt = day(0),
+    workspaceId = svc.ws.id,
+  ): OrderEvent => ({ workspaceId, profileId, eventId: newSortableId('evt'), occurredAt, payload });
+  const batch = (events: OrderEvent[]) => db().transaction((tx) => applyOrderEvents(tx, events));
+
+  it('gives each event the outcome it would have alone, in order', async () => {
+    const p = await newProfile();
+    await order(p, { order_id: 'B-OLD', total: 5, status: 'pending' }, day(1));
+    const outcomes = await batch([
+      event(p, { order_id: 'B-1', total: 10 }, day(2)),
+      event(p, { order_id: 'B-OLD', total: 5, status: 'completed' }, day(3)),
+      event(p, { total: 1 }),
+      event(p, { order_id: 'B-1', total: 10, status: 'refunded' }, day(4)),
+      event(p, { order_id: 'B-2', total: 7.5, status: 'pending' }, day(2)),
+      event(p, { order_id: 'B-1', total: 10, status: 'refunded' }, day(5)),
+    ]);
+    expect(outcomes).toEqual(['created', 'updated', 'ignored', 'updated', 'created', 'unchanged']);
+    // B-1 was created completed, then refunded in the same batch; B-OLD completed; B-2 is pending.
+    expect(await spendOf(p)).toBe('5.00');
+    expect(await completedFacts('B-1')).toBe(1);
+    expect(await completedFacts('B-OLD')).toBe(1);
+    expect(await completedFacts('B-2')).toBe(0);
+    const b1 = await svc.call('GET', '/tenant/orders/B-1');
+    expect(b1.body.data).toMatchObject({ status: 'refunded', total: 10 });
+  });
+
+  it('sums every new completed order of a profile into total_spend', async () => {
+    const [a, b] = [await newProfile(), await newProfile()];
+    await batch([
+      event(a, { order_id: 'S-1', total: 0.1 }),
+      event(b, { order_id: 'S-2', total: 3 }),
+      event(a, { order_id: 'S-3', total: 0.2 }),
+    ]);
+    expect([await spendOf(a), await spendOf(b)]).toEqual(['0.30', '3.00']);
+  });
+
+  it('describes each product once from its newest mention, filling gaps from older ones', async () => {
+    const p = await newProfile();
+    const lamp = (o: Record<string, unknown>) => ({ product_id: 'batch-lamp', quantity: 1, ...o });
+    await batch([
+      event(
+        p,
+        { order_id: 'P-2', total: 1, currency: 'EUR', items: [lamp({ name: 'New', price: 9 })] },
+        day(5),
+      ),
+      event(
+        p,
+        { order_id: 'P-1', total: 1, items: [lamp({ name: 'Old', price: 8, category: 'light' })] },
+        day(4),
+      ),
+      event(p, { order_id: 'P-3', total: 1, items: [lamp({ name: 'Newest' })] }, day(6)),
+    ]);
+    const res = await svc.call('GET', '/tenant/products/batch-lamp');
+    expect(res.body.data).toMatchObject({ name: 'Newest', price: 9, currency: 'EUR', category: 'light' });
+    // An older batch afterwards changes nothing.
+    await batch([
+      event(p, { order_id: 'P-0', total: 1, items: [lamp({ name: 'Ancient', price: 1 })] }, day(1)),
+    ]);
+    expect((await svc.call('GET', '/tenant/products/batch-lamp')).body.data).toMatchObject({
+      name: 'Newest',
+    });
+  });
+
+  it('keeps workspaces apart within one batch', async () => {
+    const other = await svc.newWorkspace('commerce-batch-other');
+    const [a, b] = [await newProfile(), await newProfile(other.id)];
+    const outcomes = await batch([
+      event(a, { order_id: 'W-1', total: 1, items: [{ product_id: 'w-thing', name: 'Mine', quantity: 1 }] }),
+      event(
+        b,
+        { order_id: 'W-1', total: 2, items: [{ product_id: 'w-thing', name: 'Theirs', quantity: 1 }] },
+        day(0),
+        other.id,
+      ),
+    ]);
+    expect(outcomes).toEqual(['created', 'created']);
+    const mine = await svc.call('GET', '/tenant/products/w-thing');
+    const theirs = await svc.call('GET', '/tenant/products/w-thing', { key: other.adminKey });
+    expect([mine.body.data.name, theirs.body.data.name]).toEqual(['Mine', 'Theirs']);
+    expect([await spendOf(a), await spendOf(b)]).toEqual(['1.00', '2.00']);
   });
 });
 

@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../../platform/db';
 import { notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { newSortableId } from '../../platform/ids';
-import { applyOrderEvent } from '../commerce/commerce.service';
+import { applyOrderEvents } from '../commerce/commerce.service';
 import {
   classifyAnonymousId,
   classifyIdentity,
@@ -407,18 +407,20 @@ async function applyEvents(
 
   await batch.flush(tx);
   if (orders.length > 0 && ctx.orderGate) await ctx.orderGate.acquire();
-  for (const o of orders) {
-    const profileId = batch.survivor(o.profile.id)!.id;
-    const result = await applyOrderEvent(tx, {
+  const orderOutcomes = await applyOrderEvents(
+    tx,
+    orders.map((o) => ({
       workspaceId: o.event.workspace_id,
-      profileId,
+      profileId: batch.survivor(o.profile.id)!.id,
       eventId: o.event.id,
       occurredAt: o.event.occurred_at,
       payload: o.event.payload ?? {},
-    });
+    })),
+  );
+  orderOutcomes.forEach((result, i) => {
     if (result === 'ignored')
-      ctx.log.warn({ event_id: o.event.id }, 'order event ignored: unusable order payload');
-  }
+      ctx.log.warn({ event_id: orders[i]!.event.id }, 'order event ignored: unusable order payload');
+  });
   await repo.insertDeadLetters(tx, deadLetters);
   await repo.markProcessed(
     tx,
