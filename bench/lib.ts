@@ -27,6 +27,7 @@ import { loadConfig } from '../src/config';
 import { bootstrapDefaultWorkspace } from '../src/modules/workspaces/workspaces.service';
 import { type Db, openDb } from '../src/platform/db';
 import { migrate } from '../src/platform/db/migrate';
+import { POSTGRES_POOL_SIZE } from '../src/platform/db/postgres';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -313,6 +314,11 @@ export interface BareRoute {
   /** The exact bytes to answer with. */
   body: string;
   contentType?: string;
+  /**
+   * A PostgreSQL statement run (on a pool of the service's size) before answering: the ceiling of
+   * a route that must read the database once, as every list route does.
+   */
+  query?: { url: string; sql: string };
 }
 
 export interface BareServer {
@@ -323,13 +329,20 @@ export interface BareServer {
 
 const BARE_SERVER_SOURCE = `
 import Fastify from 'fastify';
+import pg from 'pg';
 const routes = JSON.parse(process.env.BARE_ROUTES);
 const app = Fastify({ logger: false });
 for (const r of routes) {
   const body = Buffer.from(r.body);
-  app.route({ method: r.method, url: r.path, handler: (req, reply) => {
-    reply.code(r.status).type(r.contentType).send(body);
-  } });
+  const pool = r.query ? new pg.Pool({ connectionString: r.query.url, max: ${POSTGRES_POOL_SIZE} }) : null;
+  app.route({ method: r.method, url: r.path, handler: pool
+    ? async (req, reply) => {
+        await pool.query(r.query.sql);
+        return reply.code(r.status).type(r.contentType).send(body);
+      }
+    : (req, reply) => {
+        reply.code(r.status).type(r.contentType).send(body);
+      } });
 }
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 `;

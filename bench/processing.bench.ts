@@ -82,7 +82,11 @@ export default async function run(): Promise<void> {
   const customers = Number(process.env.BENCH_CUSTOMERS ?? Math.max(1, Math.round(total / 10)));
   let svc: Service | null = null;
   try {
-    svc = await startService({ engine: 'postgres', env: { ROLE: 'all' } });
+    svc = await startService({
+      engine: 'postgres',
+      env: { ROLE: 'all' },
+      nodeArgs: process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [],
+    });
     const workspaceId = svc.workspaceId!;
     const schema = await svc.withDb(
       async (db) => (await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s,

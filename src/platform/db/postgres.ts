@@ -5,6 +5,9 @@ import type { Db, Queryable, QueryResult } from './port';
 pg.types.setTypeParser(20, (v) => Number(v));
 pg.types.setTypeParser(1700, (v) => Number(v));
 
+/** Connections per process: enough for the group-committer, two claiming loops and the API's reads. */
+export const POSTGRES_POOL_SIZE = 20;
+
 export interface PostgresOptions {
   url: string;
   /** Every connection's search_path is set to this schema (tests isolate runs this way). */
@@ -26,7 +29,7 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   }
   const pool = new pg.Pool({
     connectionString: opts.url,
-    max: opts.max ?? 20,
+    max: opts.max ?? POSTGRES_POOL_SIZE,
     options: connOptions,
     idleTimeoutMillis: 30_000,
   });
