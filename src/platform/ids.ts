@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomFillSync, randomUUID } from 'node:crypto';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -13,10 +13,27 @@ export function newSortableId(prefix: string, now: number = Date.now()): string 
     time = CROCKFORD[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const rand = randomBytes(16);
+  const at = takeRandom(16);
   let tail = '';
-  for (let i = 0; i < 16; i++) tail += CROCKFORD[rand[i]! & 31];
+  for (let i = 0; i < 16; i++) tail += CROCKFORD[pool[at + i]! & 31];
   return `${prefix}_${time}${tail}`;
+}
+
+/**
+ * Random bytes are drawn 4 KiB at a time (as randomUUID does internally): one randomBytes(16) per id
+ * was ≈ 4% of the ingest path's CPU in a profile, most of it per-call overhead.
+ */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function takeRandom(n: number): number {
+  if (poolOffset + n > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const at = poolOffset;
+  poolOffset += n;
+  return at;
 }
 
 export const newUuid = (): string => randomUUID();

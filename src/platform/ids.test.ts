@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { isUuid, newSortableId, newUuid } from './ids';
+
+describe('sortable ids', () => {
+  it('carry the prefix, 10 characters of time and 16 of randomness', () => {
+    expect(newSortableId('evt')).toMatch(/^evt_[0-9a-hjkmnp-tv-z]{26}$/);
+  });
+
+  it('never repeat, also across refills of the random pool', () => {
+    // 4 KiB pool / 16 bytes an id = 256 ids a refill: 10,000 ids cross it many times.
+    const ids = Array.from({ length: 10_000 }, () => newSortableId('evt', 0));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(new Set(ids.map((id) => id.slice(14))).size).toBe(ids.length);
+  });
+
+  it('sort by creation time', () => {
+    const times = [0, 1, 31, 32, 1_700_000_000_000, 1_700_000_000_001, 2 ** 45];
+    const ids = times.map((t) => newSortableId('key', t));
+    expect([...ids].sort()).toEqual(ids);
+  });
+});
+
+describe('uuids', () => {
+  it('are recognised, and junk is not', () => {
+    expect(isUuid(newUuid())).toBe(true);
+    expect(isUuid('not-a-uuid')).toBe(false);
+  });
+});
