@@ -13,6 +13,7 @@ import { registerDeadLetterRoutes } from './modules/processing/dead-letters.rout
 import { registerProfileRoutes } from './modules/profiles/profiles.routes';
 import { registerSystemRoutes } from './modules/system/system.routes';
 import { registerWorkspaceRoutes } from './modules/workspaces/workspaces.routes';
+import { stacklessError } from './platform/errors';
 import { createAuthHook } from './platform/http/auth-hook';
 import { createOriginPolicy, createPreflightHandler } from './platform/http/cors';
 import { ErrorEnvelopeSchema } from './platform/http/envelope';
@@ -63,6 +64,9 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     // Per-request log lines cost ~10% throughput on the ingest path; errors are logged by errorHandler.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => '',
+    // errorHandler words the answer from err.validation; Fastify's default formatter would build a
+    // message nobody reads and capture a stack for every refused request.
+    schemaErrorFormatter: () => stacklessError('request validation failed'),
   };
   // With TLS the server is an https.Server; routes and hooks are the same, so one App type serves both.
   const server = opts.https

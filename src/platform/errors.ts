@@ -45,12 +45,31 @@ export class AppError extends Error {
     message: string,
     opts: { details?: ErrorDetail[]; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    // A client error's stack is never shown nor useful (a cause keeps its own), and capturing it
+    // was the largest cost of a refused request in a profile (≈ 15 µs of ≈ 130), so skip it.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.details = opts.details;
     this.headers = opts.headers;
+  }
+}
+
+/** An Error without a captured stack, for failures whose stack nobody will read (see AppError). */
+export function stacklessError(message: string): Error {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new Error(message);
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }
 

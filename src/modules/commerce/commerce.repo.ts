@@ -190,19 +190,24 @@ export async function recomputeTotalSpend(
   );
 }
 
-/** Re-points every order of `fromProfileIds` to `toProfileId` (profile merges). */
+/**
+ * Re-points the orders of each merged-away profile (`from`) to its survivor (`to`); returns every
+ * profile id, on either side, whose orders changed hands.
+ */
 export async function moveOrders(
   q: Queryable,
   workspaceId: string,
-  fromProfileIds: readonly string[],
-  toProfileId: string,
-): Promise<number> {
-  const { rowCount } = await q.query(
-    `UPDATE orders SET profile_id = $3, updated_at = now()
-     WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])`,
-    [workspaceId, fromProfileIds, toProfileId],
+  moves: ReadonlyArray<{ from: string; to: string }>,
+): Promise<string[]> {
+  if (moves.length === 0) return [];
+  const { rows } = await q.query<{ from_id: string; to_id: string }>(
+    `UPDATE orders o SET profile_id = m.to_id, updated_at = now()
+       FROM jsonb_to_recordset($2::jsonb) AS m(from_id uuid, to_id uuid)
+      WHERE o.workspace_id = $1 AND o.profile_id = m.from_id
+     RETURNING m.from_id, m.to_id`,
+    [workspaceId, JSON.stringify(moves.map((m) => ({ from_id: m.from, to_id: m.to })))],
   );
-  return rowCount;
+  return [...new Set(rows.flatMap((r) => [r.from_id, r.to_id]))];
 }
 
 /**

@@ -211,20 +211,25 @@ const completedFact = (o: repo.OrderRow): Record<string, unknown> => ({
 });
 
 /**
- * Profile merge support: the orders of merged-away profiles now belong to the survivor, whose
+ * Profile merge support: the orders of merged-away profiles now belong to their survivors, whose
  * total_spend is recomputed (and the merged-away profiles' drop to 0). Runs in the merge's
- * transaction; a no-op when none of them had orders.
+ * transaction; a worker batch passes all its merges at once (two statements however many); a no-op
+ * when none of the merged-away profiles had orders.
  */
 export async function reassignOrders(
   tx: Queryable,
   workspaceId: string,
-  fromProfileIds: readonly string[],
-  toProfileId: string,
+  moves: ReadonlyArray<{ from: string; to: string }>,
 ): Promise<void> {
-  const from = [...new Set(fromProfileIds)].filter((id) => id !== toProfileId && isUuid(id));
-  if (from.length === 0) return;
-  const moved = await repo.moveOrders(tx, workspaceId, from, toProfileId);
-  if (moved > 0) await repo.recomputeTotalSpend(tx, workspaceId, [toProfileId, ...from]);
+  const byFrom = new Map<string, string>();
+  for (const m of moves) if (m.from !== m.to && isUuid(m.from)) byFrom.set(m.from, m.to);
+  if (byFrom.size === 0) return;
+  const touched = await repo.moveOrders(
+    tx,
+    workspaceId,
+    [...byFrom].map(([from, to]) => ({ from, to })),
+  );
+  if (touched.length > 0) await repo.recomputeTotalSpend(tx, workspaceId, touched);
 }
 
 // ---- reads and editor writes (routes) -------------------------------------------------------------

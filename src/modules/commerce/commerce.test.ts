@@ -270,7 +270,7 @@ describe('profile merges and erasure', () => {
     await order(gone, { order_id: 'M2', total: 15.5 });
     await order(gone, { order_id: 'M3', total: 4, status: 'pending' });
 
-    await db().transaction((tx) => reassignOrders(tx, svc.ws.id, [gone], survivor));
+    await db().transaction((tx) => reassignOrders(tx, svc.ws.id, [{ from: gone, to: survivor }]));
     expect(await spendOf(survivor)).toBe('25.50');
     expect(await spendOf(gone)).toBe('0.00');
     await db().query('UPDATE profiles SET merged_into = $1 WHERE id = $2', [survivor, gone]);
@@ -281,6 +281,37 @@ describe('profile merges and erasure', () => {
     expect(new Set(res.body.data.map((o: { profile_id: string }) => o.profile_id))).toEqual(
       new Set([survivor]),
     );
+  });
+
+  it('re-point the merges of a whole batch at once, each to its own survivor', async () => {
+    const [s1, s2, g1, g2, g3, idle] = [
+      await newProfile(),
+      await newProfile(),
+      await newProfile(),
+      await newProfile(),
+      await newProfile(),
+      await newProfile(),
+    ];
+    await order(g1, { order_id: 'R1', total: 1 });
+    await order(g2, { order_id: 'R2', total: 2 });
+    await order(g3, { order_id: 'R3', total: 4 });
+    await order(s2, { order_id: 'R4', total: 8 });
+    await db().transaction((tx) =>
+      reassignOrders(tx, svc.ws.id, [
+        { from: g1, to: s1 },
+        { from: g2, to: s1 },
+        { from: g3, to: s2 },
+        { from: idle, to: s2 },
+        { from: s1, to: s1 },
+      ]),
+    );
+    expect(await Promise.all([s1, s2, g1, g2, g3].map(spendOf))).toEqual([
+      '3.00',
+      '12.00',
+      '0.00',
+      '0.00',
+      '0.00',
+    ]);
   });
 
   it('keep an erased profile’s orders without their personal link', async () => {

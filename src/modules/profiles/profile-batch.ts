@@ -344,9 +344,7 @@ export function createProfileBatch(): ProfileBatch {
         for (const [workspaceId, list] of byWorkspace) {
           await graph.repointNodes(tx, list);
           await repo.moveMergedHistory(tx, workspaceId, list);
-          const bySurvivor = new Map<string, string[]>();
-          for (const m of list) bySurvivor.set(m.to, [...(bySurvivor.get(m.to) ?? []), m.from]);
-          for (const [to, from] of bySurvivor) await reassignOrders(tx, workspaceId, from, to);
+          await reassignOrders(tx, workspaceId, list);
         }
       }
 
