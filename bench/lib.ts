@@ -203,6 +203,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     CDP_INITIAL_ADMIN_KEY: adminKey,
+    // BENCH_NODE_OPTIONS tries V8 or Node settings on the service without changing the code.
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
     ...(opts.env ?? {}),
   };
   let dataDir: string | null = null;
