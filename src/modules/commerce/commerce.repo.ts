@@ -35,44 +35,7 @@ const PRODUCT_COLUMNS = 'seq, product_id, name, price, currency, category, sourc
 
 // ---- orders ---------------------------------------------------------------------------------------
 
-/** Creates the order unless one with this order_id exists; null when it did (nothing written). */
-export async function insertOrderIfNew(
-  q: Queryable,
-  o: {
-    workspaceId: string;
-    orderId: string;
-    profileId: string | null;
-    status: string;
-    total: number;
-    currency: string;
-    items: OrderItem[];
-    occurredAt: Date;
-    eventId: string;
-  },
-): Promise<OrderRow | null> {
-  const { rows } = await q.query<OrderRow>(
-    `INSERT INTO orders (workspace_id, order_id, profile_id, status, total, currency, items, occurred_at,
-                         event_id, status_at, completed_at)
-     VALUES ($1, $2, $3, $4, $5::numeric, $6, $7::jsonb, $8, $9, $8,
-             CASE WHEN $4 = 'completed' THEN $8::timestamptz END)
-     ON CONFLICT (workspace_id, order_id) DO NOTHING
-     RETURNING ${ORDER_COLUMNS}`,
-    [
-      o.workspaceId,
-      o.orderId,
-      o.profileId,
-      o.status,
-      String(o.total),
-      o.currency,
-      JSON.stringify(o.items),
-      o.occurredAt,
-      o.eventId,
-    ],
-  );
-  return rows[0] ?? null;
-}
-
-/** A new order of a batch (see insertOrdersIfNew). */
+/** A new order, as insertOrdersIfNew takes it. */
 export interface NewOrder {
   workspaceId: string;
   orderId: string;
@@ -86,9 +49,10 @@ export interface NewOrder {
 }
 
 /**
- * insertOrderIfNew for many orders in one statement (the worker applies a batch's orders at once);
- * `orders` must not repeat a (workspace, order_id). Returns the rows it created, with their
- * workspace; an order_id that already existed is simply absent.
+ * Creates each order unless one with its order_id exists in its workspace, in one statement (the
+ * worker applies a batch's orders at once); `orders` must not repeat a (workspace, order_id).
+ * Returns the rows it created, with their workspace; an order that already existed is absent
+ * (nothing written for it).
  */
 export async function insertOrdersIfNew(
   q: Queryable,

@@ -5,7 +5,7 @@ import { iso } from '../../platform/http/envelope';
 import { isUuid } from '../../platform/ids';
 import { writeOutbox, writeOutboxMany } from '../outbox/outbox.repo';
 import * as repo from './commerce.repo';
-import { type OrderItem, productsOf, readOrderPayload } from './order-payload';
+import { type NormalizedOrder, type OrderItem, productsOf, readOrderPayload } from './order-payload';
 
 // ---- order events (called by the processing worker) ------------------------------------------------
 
@@ -44,17 +44,7 @@ export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<Ord
   const order = readOrderPayload(e.payload);
   if (order === null) return 'ignored';
 
-  const created = await repo.insertOrderIfNew(tx, {
-    workspaceId: e.workspaceId,
-    orderId: order.orderId,
-    profileId: e.profileId,
-    status: order.status,
-    total: order.total,
-    currency: order.currency,
-    items: order.items,
-    occurredAt: e.occurredAt,
-    eventId: e.eventId,
-  });
+  const [created] = await repo.insertOrdersIfNew(tx, [newOrder(e, order)]);
   if (created) {
     await repo.upsertProductsFromOrder(
       tx,
@@ -113,20 +103,7 @@ export async function applyOrderEvents(
 
   const created = await repo.insertOrdersIfNew(
     tx,
-    [...firsts.values()].map(({ index, order }) => {
-      const e = events[index]!;
-      return {
-        workspaceId: e.workspaceId,
-        orderId: order.orderId,
-        profileId: e.profileId,
-        status: order.status,
-        total: order.total,
-        currency: order.currency,
-        items: order.items,
-        occurredAt: e.occurredAt,
-        eventId: e.eventId,
-      };
-    }),
+    [...firsts.values()].map(({ index, order }) => newOrder(events[index]!, order)),
   );
   const createdByKey = new Map(created.map((row) => [`${row.workspace_id}|${row.order_id}`, row]));
   const productsByWorkspace = new Map<string, Map<string, repo.ObservedProduct>>();
@@ -192,6 +169,19 @@ function mergeObservation(
     observedAt: newer.observedAt,
   };
 }
+
+/** The order an event creates if its order_id is new: everything but the status is fixed then. */
+const newOrder = (e: OrderEvent, order: NormalizedOrder): repo.NewOrder => ({
+  workspaceId: e.workspaceId,
+  orderId: order.orderId,
+  profileId: e.profileId,
+  status: order.status,
+  total: order.total,
+  currency: order.currency,
+  items: order.items,
+  occurredAt: e.occurredAt,
+  eventId: e.eventId,
+});
 
 /** First completion of an order: revenue for its profile and one `order.completed` fact. */
 async function orderCompleted(tx: Queryable, workspaceId: string, o: repo.OrderRow): Promise<void> {
