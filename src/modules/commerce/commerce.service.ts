@@ -88,10 +88,7 @@ export async function applyOrderEvents(
   events: readonly OrderEvent[],
 ): Promise<OrderOutcome[]> {
   const outcomes: OrderOutcome[] = events.map(() => 'ignored');
-  const firsts = new Map<
-    string,
-    { index: number; order: NonNullable<ReturnType<typeof readOrderPayload>> }
-  >();
+  const firsts = new Map<string, { index: number; order: NormalizedOrder }>();
   const later: number[] = [];
   events.forEach((e, index) => {
     const order = readOrderPayload(e.payload);
