@@ -51,8 +51,9 @@ export interface NewOrder {
 /**
  * Creates each order unless one with its order_id exists in its workspace, in one statement (the
  * worker applies a batch's orders at once); `orders` must not repeat a (workspace, order_id).
- * Returns the rows it created, with their workspace; an order that already existed is absent
- * (nothing written for it).
+ * Rows go in key order, so concurrent writers take the unique index's locks in one order and cannot
+ * deadlock on it. Returns the rows it created, with their workspace; an order that already existed
+ * is absent (nothing written for it).
  */
 export async function insertOrdersIfNew(
   q: Queryable,
@@ -77,11 +78,9 @@ export async function insertOrdersIfNew(
                          event_id, status_at, completed_at)
      SELECT x.workspace_id, x.order_id, x.profile_id, x.status, x.total, x.currency, x.items, x.occurred_at,
             x.event_id, x.occurred_at, CASE WHEN x.status = 'completed' THEN x.occurred_at END
-       FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (workspace_id uuid, order_id text, profile_id uuid,
-              status text, total numeric, currency text, items jsonb, occurred_at timestamptz, event_id text))
-            WITH ORDINALITY AS x(workspace_id, order_id, profile_id, status, total, currency, items,
-              occurred_at, event_id, n)
-      ORDER BY x.n
+       FROM jsonb_to_recordset($1::jsonb) AS x(workspace_id uuid, order_id text, profile_id uuid,
+              status text, total numeric, currency text, items jsonb, occurred_at timestamptz, event_id text)
+      ORDER BY x.workspace_id, x.order_id
      ON CONFLICT (workspace_id, order_id) DO NOTHING
      RETURNING workspace_id, ${ORDER_COLUMNS}`,
     [json],
@@ -258,9 +257,9 @@ export interface ObservedProduct {
 }
 
 /**
- * upsertProductsFromOrder for a whole batch of orders of one workspace, in two statements: each
- * product_id once (the caller merges a batch's mentions, newest last), with its own observation
- * time and currency. Same rules: new products are inserted; products only orders have described
+ * upsertProductsFromOrder for a whole batch of orders of one workspace, in two statements. Each
+ * product_id must appear once (the caller folds a batch's mentions of it into one observation), with
+ * its own observation time and currency. Same rules: new products are inserted; products only orders have described
  * follow a newer observation when it differs; editors' products are never touched.
  */
 export async function upsertProductsFromOrders(
