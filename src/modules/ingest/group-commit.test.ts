@@ -114,6 +114,30 @@ describe('adaptive group commit', () => {
     expect(store.flushes.flatMap((f) => f.items)).not.toContain(4);
   });
 
+  it('refuses items that waited too long for a flush to start (a hung database), storing none of them', async () => {
+    const store = manualStore();
+    const gc = createGroupCommit({ flush: store.flush, maxInFlight: 1, maxWaitMs: 30 });
+    const first = gc.submit(1); // its flush hangs, like an INSERT on a dead connection
+    const waiting = [gc.submit(2), gc.submit(3)].map((p) =>
+      p.then(
+        () => 'stored',
+        (e: unknown) => e,
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 60));
+    for (const outcome of await Promise.all(waiting))
+      expect(outcome).toMatchObject({ name: 'GroupCommitRefused', reason: 'timeout' });
+    expect(gc.stats()).toMatchObject({ expired: 2, queuedWeight: 0 });
+    // The running flush is not cut short (its outcome is unknown until it ends).
+    store.flushes[0]!.done();
+    await expect(first).resolves.toBe(10);
+    expect(store.flushes.map((f) => f.items)).toEqual([[1]]);
+    const later = gc.submit(4);
+    store.flushes[1]!.done();
+    await expect(later).resolves.toBe(40);
+    await gc.close();
+  });
+
   it('on close, refuses new items but commits everything already accepted', async () => {
     const store = manualStore();
     const gc = createGroupCommit({ flush: store.flush, maxInFlight: 1 });

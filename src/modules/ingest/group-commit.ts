@@ -26,12 +26,20 @@ export interface GroupCommitOptions<I, O> {
   maxQueuedWeight?: number;
   /** Weight of an item (e.g. its number of rows); 1 by default. */
   weight?(item: I): number;
+  /**
+   * Longest an item may wait in the queue before a flush takes it; then it is refused (nothing was
+   * written). Flushes that hang (a database outage) would otherwise hold every queued caller too.
+   * No bound by default.
+   */
+  maxWaitMs?: number;
 }
 
 export interface GroupCommitStats {
   flushes: number;
   items: number;
   failedFlushes: number;
+  /** Items refused because they waited longer than maxWaitMs. */
+  expired: number;
   inFlight: number;
   queuedWeight: number;
   largestFlush: number;
@@ -45,10 +53,16 @@ export interface GroupCommit<I, O> {
   stats(): GroupCommitStats;
 }
 
-/** Thrown by submit() when the queue is full or the writer is closed; nothing was written. */
+/** Thrown by submit() when the queue is full, waited too long or the writer is closed; nothing was written. */
 export class GroupCommitRefused extends Error {
-  constructor(readonly reason: 'overloaded' | 'closed') {
-    super(reason === 'closed' ? 'writer is closed' : 'writer is overloaded');
+  constructor(readonly reason: 'overloaded' | 'closed' | 'timeout') {
+    super(
+      reason === 'closed'
+        ? 'writer is closed'
+        : reason === 'timeout'
+          ? 'writer did not get to the item in time'
+          : 'writer is overloaded',
+    );
     this.name = 'GroupCommitRefused';
   }
 }
@@ -56,6 +70,8 @@ export class GroupCommitRefused extends Error {
 interface Pending<I, O> {
   item: I;
   weight: number;
+  /** performance.now() at submit. */
+  at: number;
   resolve(v: O): void;
   reject(e: unknown): void;
 }
@@ -65,13 +81,16 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
   const maxBatchWeight = opts.maxBatchWeight ?? 5000;
   const maxQueuedWeight = opts.maxQueuedWeight ?? 100_000;
   const weightOf = opts.weight ?? (() => 1);
+  const maxWaitMs = opts.maxWaitMs ?? null;
 
   let queue: Array<Pending<I, O>> = [];
   let queuedWeight = 0;
   let inFlight = 0;
   let closed = false;
   const idleWaiters: Array<() => void> = [];
-  const stats = { flushes: 0, items: 0, failedFlushes: 0, largestFlush: 0 };
+  const stats = { flushes: 0, items: 0, failedFlushes: 0, expired: 0, largestFlush: 0 };
+  /** One timer for the oldest queued item's deadline (the queue is in arrival order). */
+  let waitTimer: NodeJS.Timeout | null = null;
 
   const settleIdle = () => {
     if (inFlight === 0 && queue.length === 0) for (const w of idleWaiters.splice(0)) w();
@@ -89,6 +108,31 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
     queue = n === queue.length ? [] : queue.slice(n);
     queuedWeight -= w;
     return batch;
+  }
+
+  function armWaitTimer(): void {
+    if (maxWaitMs === null || waitTimer || queue.length === 0) return;
+    const due = Math.max(0, queue[0]!.at + maxWaitMs - performance.now());
+    waitTimer = setTimeout(expireWaiting, due);
+    waitTimer.unref();
+  }
+
+  function expireWaiting(): void {
+    waitTimer = null;
+    const now = performance.now();
+    let n = 0;
+    while (n < queue.length && now - queue[n]!.at >= maxWaitMs!) n++;
+    if (n > 0) {
+      const expired = queue.slice(0, n);
+      queue = queue.slice(n);
+      for (const p of expired) {
+        queuedWeight -= p.weight;
+        p.reject(new GroupCommitRefused('timeout'));
+      }
+      stats.expired += n;
+    }
+    armWaitTimer();
+    settleIdle();
   }
 
   function pump(): void {
@@ -130,9 +174,10 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
         return Promise.reject(new GroupCommitRefused('overloaded'));
       }
       return new Promise<O>((resolve, reject) => {
-        queue.push({ item, weight, resolve, reject });
+        queue.push({ item, weight, at: performance.now(), resolve, reject });
         queuedWeight += weight;
         pump();
+        armWaitTimer();
       });
     },
     close() {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Db } from '../../platform/db';
+import { type Db, isStorageUnavailable } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newSortableId } from '../../platform/ids';
 import type { ResolvedKey } from '../api-keys/api-keys.service';
@@ -24,7 +24,17 @@ export interface EventWriterOptions {
   maxInFlight?: number;
   maxBatchRows?: number;
   maxQueuedRows?: number;
+  /** Longest a request waits for its flush to start before it is answered 503; default below. */
+  maxWaitMs?: number;
 }
+
+/**
+ * A request waits for its flush to start at most this long. Normally the wait is one commit
+ * (milliseconds); it only runs out while flushes hang on an unreachable database, and then the
+ * request is answered 503 with Retry-After (nothing was written) instead of waiting with them. A
+ * flush itself is bounded by the adapter's connect and statement timeouts (platform/db/postgres.ts).
+ */
+export const EVENT_WRITER_MAX_WAIT_MS = 5_000;
 
 const unavailable = (why: string) =>
   new AppError('UNAVAILABLE', `${why}; nothing was stored, retry the request`, {
@@ -91,6 +101,7 @@ export function createEventWriter(db: Db, log: Logger, opts: EventWriterOptions 
     maxBatchWeight: opts.maxBatchRows ?? 5000,
     maxQueuedWeight: opts.maxQueuedRows ?? 100_000,
     weight: (rows) => rows.length,
+    maxWaitMs: opts.maxWaitMs ?? EVENT_WRITER_MAX_WAIT_MS,
     async flush(requests) {
       try {
         return await storeRequests(db, requests);
@@ -110,7 +121,15 @@ export function createEventWriter(db: Db, log: Logger, opts: EventWriterOptions 
           }
           return results;
         }
-        log.error({ err, requests: requests.length }, 'event append failed');
+        if (isStorageUnavailable(err)) {
+          // Expected during an outage, once per flush: a line without the stack is enough.
+          log.warn(
+            { err: String(err), requests: requests.length },
+            'event append failed: database unavailable',
+          );
+        } else {
+          log.error({ err, requests: requests.length }, 'event append failed');
+        }
         throw unavailable('could not store the events');
       }
     },
@@ -123,7 +142,11 @@ export function createEventWriter(db: Db, log: Logger, opts: EventWriterOptions 
       } catch (err) {
         if (err instanceof GroupCommitRefused) {
           throw unavailable(
-            err.reason === 'closed' ? 'the service is shutting down' : 'the service is overloaded',
+            err.reason === 'closed'
+              ? 'the service is shutting down'
+              : err.reason === 'timeout'
+                ? 'the database did not answer in time'
+                : 'the service is overloaded',
           );
         }
         throw err instanceof AppError ? err : unavailable('could not store the events');

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { Db } from '../../platform/db';
+import { type Db, isStorageUnavailable } from '../../platform/db';
+import { describeError } from '../../platform/logger';
 import type { WorkerModule } from '../../worker';
 import { StaleReadError } from '../profiles/profile-batch';
 import {
@@ -16,11 +17,15 @@ import {
  * The processing loop (ROLE=worker|all): claim a batch, apply it, repeat while there is a backlog;
  * when idle, sleep with a growing delay until the events trigger's notification (or the delay) wakes
  * it. Failures:
- * - transient (connection lost, deadlock, serialization, a race with another writer): the batch is
- *   rolled back and retried with exponential backoff;
- * - anything else: the batch is retried one event per transaction to find the culprit; an event that
- *   fails alone MAX_ATTEMPTS times goes to the dead-letter table with its reason, and the stream
- *   moves on.
+ * - storage unavailable (connection refused or lost, a statement timed out, the server shutting
+ *   down; see platform/db/errors.ts): nothing is wrong with the events, so the loop pauses and
+ *   retries forever with a backoff capped at MAX_OUTAGE_BACKOFF_MS. These never count towards
+ *   dead-lettering, however long the outage;
+ * - contention (deadlock, serialization, a race with another writer): the batch is rolled back and
+ *   retried with exponential backoff, up to 10 times in a row;
+ * - anything else (or contention that persists): the batch is retried one event per transaction to
+ *   find the culprit; an event that fails alone MAX_ATTEMPTS times goes to the dead-letter table
+ *   with its reason, and the stream moves on.
  */
 export interface LoopOptions {
   batchSize: number;
@@ -33,6 +38,8 @@ export interface LoopOptions {
   minIdleMs?: number;
   maxIdleMs?: number;
   maxAttempts?: number;
+  /** Cap of the pause between attempts while the database is unavailable (MAX_OUTAGE_BACKOFF_MS). */
+  maxOutageBackoffMs?: number;
 }
 
 export const MAX_ATTEMPTS = 3;
@@ -46,24 +53,21 @@ export const BATCH_SIZE = { postgres: 1000, pglite: 250 } as const;
  */
 export const CONCURRENCY = { postgres: 2, pglite: 1 } as const;
 
-const TRANSIENT_CODES = new Set(['40001', '40P01', '55P03', '57P01', '57P02', '57P03', '23505']);
-const TRANSIENT_NODE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND']);
+/** Longest pause between two attempts while the database is unavailable: recovery within this. */
+export const MAX_OUTAGE_BACKOFF_MS = 2000;
 
-export function isTransient(err: unknown): boolean {
+/** Serialization failure, deadlock, lock not available, and a unique race with another writer. */
+const CONTENTION_CODES = new Set(['40001', '40P01', '55P03', '23505']);
+
+/** A failure caused by concurrent writers, which the same batch may not meet again. */
+export function isContention(err: unknown): boolean {
   if (err instanceof StaleReadError) return true;
   const code = (err as { code?: unknown })?.code;
-  if (typeof code === 'string') {
-    if (TRANSIENT_CODES.has(code) || TRANSIENT_NODE.has(code)) return true;
-    if (code.startsWith('08') || code.startsWith('53')) return true;
-  }
-  const message = err instanceof Error ? err.message : '';
-  return /Connection terminated|connection (is )?(closed|lost)|timeout exceeded when trying to connect/i.test(
-    message,
-  );
+  return typeof code === 'string' && CONTENTION_CODES.has(code);
 }
 
-const describe = (err: unknown): string =>
-  err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 1000) : String(err).slice(0, 1000);
+/** Logged and kept as dead-letter reasons: without the values a database error may quote. */
+const describe = (err: unknown): string => describeError(err).slice(0, 1000);
 
 export interface ProcessingLoop {
   /** Wakes the loop now (tests, and the events notification). */
@@ -76,6 +80,7 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
   const minIdle = opts.minIdleMs ?? 10;
   const maxIdle = opts.maxIdleMs ?? 200;
   const maxAttempts = opts.maxAttempts ?? MAX_ATTEMPTS;
+  const maxOutageBackoff = opts.maxOutageBackoffMs ?? MAX_OUTAGE_BACKOFF_MS;
   let stopped = false;
   /** Bumped by every notification: a loop that saw it change since its last claim does not sleep. */
   let generation = 0;
@@ -105,6 +110,7 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
     let idle = minIdle;
     let isolateThrough: number | null = null;
     let transientStreak = 0;
+    let outageStreak = 0;
     const attempts = new Map<number, number>();
     while (!stopped) {
       const seen = generation;
@@ -116,7 +122,18 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
       } catch (err) {
         claimedSeqs = (err as { seqs?: number[] }).seqs ?? [];
         if (stopped) break;
-        if (isTransient(err) && transientStreak < 10) {
+        if (isStorageUnavailable(err)) {
+          outageStreak++;
+          if (outageStreak === 1 || outageStreak % 30 === 0) {
+            log.warn(
+              { err: describe(err), attempts: outageStreak },
+              'database unavailable; processing paused',
+            );
+          }
+          await sleep(Math.min(maxOutageBackoff, 50 * 2 ** Math.min(outageStreak, 10)), null);
+          continue;
+        }
+        if (isContention(err) && transientStreak < 10) {
           transientStreak++;
           log.warn({ err: describe(err), retry: transientStreak }, 'event batch failed; retrying');
           await sleep(Math.min(5000, 50 * 2 ** transientStreak), null);
@@ -152,6 +169,10 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
         continue;
       }
       transientStreak = 0;
+      if (outageStreak > 0) {
+        log.info({ attempts: outageStreak }, 'database available again; processing resumed');
+        outageStreak = 0;
+      }
       if (out.claimed > 0) {
         log.debug(
           {

@@ -34,8 +34,10 @@ export function loadMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
  * concurrent starts of several processes safe: one applies, the others wait and then find nothing.
  */
 export async function migrate(db: Db, migrations: Migration[] = loadMigrations()): Promise<number[]> {
+  // The lock is taken with exec: a statement has no time bound there (see postgres.ts), and another
+  // process may hold the lock for as long as its migrations take.
   await db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(7263001)');
+    await tx.exec('SELECT pg_advisory_xact_lock(7263001)');
     await tx.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY,
       name text NOT NULL,
@@ -45,7 +47,7 @@ export async function migrate(db: Db, migrations: Migration[] = loadMigrations()
   const applied: number[] = [];
   for (const m of migrations) {
     const done = await db.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock(7263001)');
+      await tx.exec('SELECT pg_advisory_xact_lock(7263001)');
       const { rows } = await tx.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
       if (rows.length > 0) return false;
       await tx.exec(m.sql);

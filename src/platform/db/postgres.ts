@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isStorageUnavailable } from './errors';
 import type { Db, Queryable, QueryResult } from './port';
 
 // int8 (20) and numeric (1700) as numbers: counts, sequence ids and decimal money all fit in a double.
@@ -8,36 +9,69 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 /** Connections per process: enough for the group-committer, two claiming loops and the API's reads. */
 export const POSTGRES_POOL_SIZE = 20;
 
+/**
+ * Bounds that keep a database outage from hanging requests (each failure is then a 503 with
+ * Retry-After, see errors.ts):
+ * - connecting, or waiting for a free pooled connection, gives up after CONNECT_TIMEOUT_MS;
+ * - a statement whose answer has not arrived after QUERY_TIMEOUT_MS fails and its connection is
+ *   destroyed. The largest statements of a 1000-event worker batch take ≈ 25 ms, so this only cuts
+ *   off a dead connection (a server gone without a word, a network partition, a frozen server),
+ *   which TCP alone would notice only after many minutes, or a statement stuck behind a lock far
+ *   longer than any request should wait. Scripts (`exec`: migrations) have no such bound.
+ *   One call therefore ends within CONNECT + QUERY (10 s) whatever the database does;
+ * - TCP keepalive probes idle connections, so a silently dead one is not handed out for long.
+ */
+export const POSTGRES_CONNECT_TIMEOUT_MS = 5_000;
+export const POSTGRES_QUERY_TIMEOUT_MS = 5_000;
+const KEEPALIVE_DELAY_MS = 10_000;
+
 export interface PostgresOptions {
   url: string;
   /** Every connection's search_path is set to this schema (tests isolate runs this way). */
   schema?: string | null;
   max?: number;
+  connectTimeoutMs?: number;
+  queryTimeoutMs?: number;
 }
+
+/** pg emits 'error' on a client whose socket dies; without a listener that crashes the process. */
+const ignoreError = () => {};
 
 export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   const schema = opts.schema ?? null;
   const connOptions = schema ? `-c search_path=${schema}` : undefined;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? POSTGRES_CONNECT_TIMEOUT_MS;
+  const queryTimeoutMs = opts.queryTimeoutMs ?? POSTGRES_QUERY_TIMEOUT_MS;
+  const clientConfig = {
+    connectionString: opts.url,
+    options: connOptions,
+    connectionTimeoutMillis: connectTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  };
+  // pg reads a per-statement `query_timeout` from the query config; its types do not declare it.
+  const timed = (text: string, values?: readonly unknown[]) =>
+    ({ text, values, query_timeout: queryTimeoutMs }) as pg.QueryConfig;
   if (schema) {
-    const admin = new pg.Client({ connectionString: opts.url });
+    const admin = new pg.Client({ ...clientConfig, options: undefined });
+    admin.on('error', ignoreError);
     await admin.connect();
     try {
-      await admin.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      await admin.query(timed(`CREATE SCHEMA IF NOT EXISTS ${schema}`));
     } finally {
-      await admin.end();
+      await admin.end().catch(ignoreError);
     }
   }
   const pool = new pg.Pool({
-    connectionString: opts.url,
+    ...clientConfig,
     max: opts.max ?? POSTGRES_POOL_SIZE,
-    options: connOptions,
     idleTimeoutMillis: 30_000,
   });
   // An idle client that errors (server restart) must not crash the process; the pool replaces it.
-  pool.on('error', () => {});
+  pool.on('error', ignoreError);
 
-  const run = async <R>(q: Queryable | pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]) => {
-    const res = await (q as pg.Pool).query(sql, params as unknown[] | undefined);
+  const run = async <R>(q: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]) => {
+    const res = await q.query(timed(sql, params));
     return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 } satisfies QueryResult<R>;
   };
 
@@ -49,9 +83,15 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
 
   async function ensureListener(): Promise<pg.Client> {
     if (listener) return listener;
-    const client = new pg.Client({ connectionString: opts.url, options: connOptions });
+    const client = new pg.Client(clientConfig);
     client.on('notification', (msg) => {
-      for (const h of handlers.get(msg.channel) ?? []) h(msg.payload ?? '');
+      for (const h of handlers.get(msg.channel) ?? []) {
+        try {
+          h(msg.payload ?? '');
+        } catch {
+          // A listener's bug must not disturb the connection that carried its notification.
+        }
+      }
     });
     const lost = () => {
       if (listener !== client) return;
@@ -62,8 +102,16 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     };
     client.on('error', lost);
     client.on('end', lost);
-    await client.connect();
-    for (const channel of handlers.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    try {
+      await client.connect();
+      for (const channel of handlers.keys()) {
+        await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel)}`));
+      }
+    } catch (err) {
+      // Half set up (connected, a LISTEN failed): close it, or each retry would leak a connection.
+      await client.end().catch(ignoreError);
+      throw err;
+    }
     listener = client;
     listening = true;
     return client;
@@ -86,13 +134,21 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     },
     async transaction(fn) {
       const client = await pool.connect();
+      // While checked out, the pool's own error listener is off: the socket can die between two
+      // statements (while fn awaits something else), and pg then emits 'error' on the client.
+      let broken: Error | null = null;
+      const onError = (err: Error) => {
+        broken ??= err;
+      };
+      client.on('error', onError);
       // A handle kept past the end would run on a client already back in the pool.
       let finished = false;
       const live = () => {
         if (finished) throw new Error('transaction is already finished');
+        if (broken) throw broken;
       };
       try {
-        await client.query('BEGIN');
+        await run(client, 'BEGIN');
         const tx: Queryable = {
           query: async (sql, params) => {
             live();
@@ -104,14 +160,19 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
           },
         };
         const result = await fn(tx);
-        await client.query('COMMIT');
+        live();
+        await run(client, 'COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        // A lost or timed-out connection is not rolled back over the wire (the server rolls back
+        // when it drops); it is destroyed instead of going back to the pool.
+        if (!broken && isStorageUnavailable(err)) broken = err as Error;
+        if (!broken) await run(client, 'ROLLBACK').catch(onError);
         throw err;
       } finally {
         finished = true;
-        client.release();
+        client.off('error', onError);
+        client.release(broken ?? undefined);
       }
     },
     async listen(channel, handler, onLost) {
@@ -120,7 +181,7 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
       if (!set) {
         set = new Set();
         handlers.set(channel, set);
-        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel)}`));
       }
       set.add(handler);
       if (onLost) lostHandlers.add(onLost);

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isStorageUnavailable } from '../db/errors';
 import { AppError, type ErrorCode, type ErrorDetail, toEnvelope } from '../errors';
 import type { RouteRegistry } from './route-registry';
 
@@ -97,48 +98,36 @@ export function toAppError(err: unknown): AppError {
   return new AppError('INTERNAL_ERROR', 'internal error', { cause: err });
 }
 
+/**
+ * The client went away while its request body was still arriving: Node fails the body stream with
+ * `aborted` (ECONNRESET). Nothing is wrong with the service and nobody reads the answer.
+ */
+export function isClientAbort(err: unknown, req: FastifyRequest): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (e?.code === 'ECONNRESET' && e.message === 'aborted') return true;
+  // A body cut short by the client's FIN arrives as a length mismatch on an aborted request.
+  return e?.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' && req.raw.aborted === true;
+}
+
 export function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (isClientAbort(err, req)) {
+    req.log.info({ method: req.method, path: echoPath(req.url) }, 'connection closed mid-request');
+    // The socket is gone; answering only completes Fastify's bookkeeping for this request.
+    return reply.code(400).header('connection', 'close').send();
+  }
   const appErr = toAppError(err);
-  if (appErr.status >= 500) req.log.error({ err }, 'request failed');
+  if (appErr.status >= 500)
+    req.log.error({ err, method: req.method, path: echoPath(req.url) }, 'request failed');
   else req.log.debug({ code: appErr.code }, 'request refused');
   if (appErr.headers) void reply.headers(appErr.headers);
   return reply.code(appErr.status).type('application/json; charset=utf-8').send(toEnvelope(appErr));
 }
 
-/**
- * Storage that cannot be reached is 503 with Retry-After (contract §3), not a 500: the request was
- * fine and may succeed shortly. PostgreSQL SQLSTATE class 08 (connection exception), 57P01–57P03
- * (shutdown, cannot connect now), 53300 (too many connections); socket errors from `pg`; a closed
- * pool, PGlite instance or PGlite thread. An adapter may also mark an error with
- * `code: 'STORAGE_UNAVAILABLE'`, which is the one robust way (messages are matched as a fallback).
- */
-export function isStorageUnavailable(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === 'string') {
-    if (code === 'STORAGE_UNAVAILABLE') return true;
-    if (/^08/.test(code) || /^57P0[123]$/.test(code) || code === '53300') return true;
-    if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code))
-      return true;
-  }
-  return typeof message === 'string' && STORAGE_DOWN_MESSAGES.test(message);
-}
-
-const STORAGE_DOWN_MESSAGES = new RegExp(
-  [
-    'PGlite is closed',
-    'database is closed',
-    'PGlite thread (exited|failed)',
-    'Cannot use a pool after calling end on the pool',
-    'Connection terminated',
-    'timeout exceeded when trying to connect',
-    'Client has encountered a connection error',
-  ]
-    .map((m) => `^${m}`)
-    .join('|'),
-);
+// The classifier lives with the storage adapters; re-exported for the handler's callers.
+export { isStorageUnavailable };
 
 const MAX_ECHOED_PATH = 200;
+/** The path of a request, for answers and logs: never the query string (it can hold e-mail addresses). */
 const echoPath = (url: string): string => {
   const path = url.split('?')[0] ?? '';
   return path.length > MAX_ECHOED_PATH ? `${path.slice(0, MAX_ECHOED_PATH)}…` : path;
@@ -197,7 +186,10 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
     message: known?.message ?? 'malformed HTTP request',
     timestamp: new Date().toISOString(),
   });
-  if (socket.writable) {
+  // A response already under way on this socket (Node's request timeout can fire while a body is
+  // still arriving for a request that was answered early) must not get a second one in its middle.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

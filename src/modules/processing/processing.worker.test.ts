@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from '../../../test/harness';
+import type { Db, Queryable } from '../../platform/db';
+import { createLogger } from '../../platform/logger';
+import { insertTestEvents, waitProcessed } from './processing.test-kit';
+import { isContention, startProcessingLoop } from './processing.worker';
+
+/**
+ * The processing loop through a database outage, with the outage injected into the storage port:
+ * whatever the number of failed attempts, an event that fails only because the database is away
+ * is retried until it applies and never dead-lettered.
+ */
+let svc: TestService;
+beforeAll(async () => {
+  // ROLE=api: no worker of the service's own; each test runs the loop it checks.
+  svc = await startTestService({ ROLE: 'api' });
+});
+afterAll(async () => svc?.close());
+
+const connectionRefused = () =>
+  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+const connectionLost = () => new Error('Connection terminated unexpectedly');
+
+/**
+ * The service's database, except that the first `failures` transactions fail: every other one
+ * before it starts (connection refused), the others after their events were claimed (connection
+ * lost mid-batch), the case that used to send good events to the dead letters.
+ */
+function failingDb(db: Db, failures: number): Db & { failed(): number } {
+  let failed = 0;
+  return {
+    engine: db.engine,
+    query: (sql, params) => db.query(sql, params),
+    exec: (sql) => db.exec(sql),
+    listen: (channel, handler, onLost) => db.listen(channel, handler, onLost),
+    get listening() {
+      return db.listening;
+    },
+    close: () => db.close(),
+    failed: () => failed,
+    async transaction(fn) {
+      if (failed >= failures) return db.transaction(fn);
+      failed++;
+      if (failed % 2 === 1) throw connectionRefused();
+      return db.transaction(async (tx) => {
+        let statements = 0;
+        const broken: Queryable = {
+          async query(sql, params) {
+            // The first two statements claim the batch; the connection dies right after.
+            if (++statements > 2) throw connectionLost();
+            return tx.query(sql, params);
+          },
+          exec: (sql) => tx.exec(sql),
+        };
+        return fn(broken);
+      });
+    },
+  };
+}
+
+describe('the processing loop during a database outage', () => {
+  it('retries through 40 failed attempts and dead-letters nothing', async () => {
+    const db = svc.rt.deps.db;
+    const ids = await insertTestEvents(
+      db,
+      svc.ws.id,
+      Array.from({ length: 5 }, (_, i) => ({
+        identity: `outage-${i}@example.com`,
+        event_type: 'identify' as const,
+        event_name: 'Signed Up',
+        payload: { n: i },
+      })),
+    );
+    const flaky = failingDb(db, 40);
+    const loop = await startProcessingLoop(flaky, createLogger('silent'), {
+      batchSize: 10,
+      maxAttempts: 3,
+      maxOutageBackoffMs: 5,
+    });
+    try {
+      await waitProcessed(db, 30_000);
+    } finally {
+      await loop.stop();
+    }
+    expect(flaky.failed()).toBe(40);
+    const dead = await db.query('SELECT reason FROM dead_letters WHERE workspace_id = $1', [svc.ws.id]);
+    expect(dead.rows).toEqual([]);
+    const applied = await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM events WHERE id = ANY($1::text[]) AND profile_id IS NOT NULL',
+      [ids],
+    );
+    expect(applied.rows[0]!.n).toBe(5);
+  });
+
+  it('tells contention (retried as a batch, then isolated) from an outage (retried forever)', () => {
+    const withCode = (code: string) => Object.assign(new Error('x'), { code });
+    for (const c of ['40001', '40P01', '55P03', '23505']) expect(isContention(withCode(c)), c).toBe(true);
+    for (const c of ['08006', '57P01', 'ECONNRESET', '42P01'])
+      expect(isContention(withCode(c)), c).toBe(false);
+    expect(isContention(connectionLost())).toBe(false);
+  });
+});

@@ -1,0 +1,130 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropSchema, freshSchemaName } from '../../../test/harness';
+import { isStorageUnavailable } from './errors';
+import type { Db } from './port';
+import { createPostgresDb } from './postgres';
+
+/**
+ * The PostgreSQL adapter when connections fail (hardening finding 2): a connection that dies, a
+ * statement that gets no answer and a server that never answers must each fail the one call
+ * quickly, as "storage unavailable", and leave the process and the pool usable. The full outage
+ * (the server stopped under load) is test/outage.test.ts.
+ */
+const url = process.env.DATABASE_URL;
+
+describe('the PostgreSQL adapter against a server that accepts connections but never answers', () => {
+  let server: Server;
+  const sockets = new Set<Socket>();
+  let port = 0;
+  beforeAll(async () => {
+    server = createServer((s) => {
+      sockets.add(s);
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('fails a statement within the connect timeout, as storage unavailable', async () => {
+    const db = await createPostgresDb({ url: `postgres://x@127.0.0.1:${port}/x`, connectTimeoutMs: 300 });
+    try {
+      const t0 = Date.now();
+      const err = await db.query('SELECT 1').catch((e: unknown) => e);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(isStorageUnavailable(err), String(err)).toBe(true);
+      const inTx = await db.transaction(async (tx) => tx.query('SELECT 1')).catch((e: unknown) => e);
+      expect(isStorageUnavailable(inTx), String(inTx)).toBe(true);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe.skipIf(!url)('the PostgreSQL adapter when a connection dies or hangs (needs DATABASE_URL)', () => {
+  const schema = freshSchemaName();
+  let db: Db;
+  let killer: pg.Client;
+  beforeAll(async () => {
+    db = await createPostgresDb({ url: url!, schema, queryTimeoutMs: 500, max: 4 });
+    killer = new pg.Client({ connectionString: url });
+    await killer.connect();
+  });
+  afterAll(async () => {
+    await db?.close();
+    await killer?.end();
+    await dropSchema(url!, schema);
+  });
+
+  const terminate = (pid: number) => killer.query('SELECT pg_terminate_backend($1)', [pid]);
+
+  it('survives its connection dying between two statements of a transaction', async () => {
+    // pg emits 'error' on the checked-out client when its socket closes while no statement runs;
+    // without a listener that was an uncaught exception, and the process died.
+    const err = await db
+      .transaction(async (tx) => {
+        const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        await terminate(rows[0]!.pid);
+        await new Promise((r) => setTimeout(r, 200));
+        await tx.query('SELECT 1');
+      })
+      .catch((e: unknown) => e);
+    expect(isStorageUnavailable(err), String(err)).toBe(true);
+    // The broken connection was destroyed, not pooled: every connection of the pool works.
+    const all = await Promise.all(
+      Array.from({ length: 8 }, () => db.query<{ one: number }>('SELECT 1 AS one')),
+    );
+    expect(all.every((r) => r.rows[0]!.one === 1)).toBe(true);
+  });
+
+  it('fails a statement that gets no answer after the query timeout, and destroys its connection', async () => {
+    const t0 = Date.now();
+    const err = await db.query('SELECT pg_sleep(3)').catch((e: unknown) => e);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(isStorageUnavailable(err), String(err)).toBe(true);
+
+    const inTx = await db
+      .transaction(async (tx) => {
+        await tx.query('SELECT 1');
+        await tx.query('SELECT pg_sleep(3)');
+      })
+      .catch((e: unknown) => e);
+    // No ROLLBACK queued behind the statement that never answered: the call ends at the timeout.
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(isStorageUnavailable(inTx), String(inTx)).toBe(true);
+    const all = await Promise.all(Array.from({ length: 8 }, () => db.query('SELECT 1')));
+    expect(all).toHaveLength(8);
+  });
+
+  it('runs scripts (migrations) without the statement time bound', async () => {
+    await db.exec('SELECT pg_sleep(0.8)');
+  });
+
+  it('listens again after its notification connection was killed', async () => {
+    const got: string[] = [];
+    let lost = 0;
+    await db.listen(
+      'pg_adapter_chan',
+      (p) => got.push(p),
+      () => lost++,
+    );
+    const { rows } = await killer.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%pg_adapter_chan%' ORDER BY backend_start DESC LIMIT 1",
+    );
+    expect(rows).toHaveLength(1);
+    await terminate(rows[0]!.pid);
+    for (let i = 0; i < 50 && lost === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(lost).toBe(1);
+    expect(db.listening).toBe(false);
+    for (let i = 0; i < 150 && !db.listening; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(db.listening).toBe(true);
+    await db.query("SELECT pg_notify('pg_adapter_chan', 'back')");
+    for (let i = 0; i < 100 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(got).toEqual(['back']);
+  });
+});
