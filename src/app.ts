@@ -1,10 +1,11 @@
+import type http from 'node:http';
 import type https from 'node:https';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyHttpsOptions, type FastifyServerOptions, LogController } from 'fastify';
+import Fastify, { type FastifyHttpOptions, type FastifyHttpsOptions, LogController } from 'fastify';
 import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes';
 import { registerCommerceRoutes } from './modules/commerce/commerce.routes';
 import { registerIdentityRoutes } from './modules/identity/identity.routes';
@@ -25,6 +26,7 @@ import {
 } from './platform/http/errors-handler';
 import { registerJsonBodyParser } from './platform/http/json-body';
 import { createRouteRegistry } from './platform/http/route-registry';
+import { registerTextRule } from './platform/http/text-rule';
 import { createHttpsRequiredHook, installDrainGuard } from './platform/http/transport';
 import type { App, AppDeps } from './platform/http/types';
 
@@ -49,28 +51,55 @@ export interface BuildOptions {
   https?: { cert: Buffer; key: Buffer } | null;
 }
 
+/**
+ * Node's own slow-client limits. A request (headers and body) must arrive whole within
+ * BODY_TIMEOUT_MS (Fastify's default, 0, lets a body trickle in forever); Node then raises
+ * ERR_HTTP_REQUEST_TIMEOUT and clientErrorHandler answers 408 in the envelope and closes the
+ * connection. Node checks its connections on an interval (30 s by default, too coarse for a
+ * deadline), so the check runs at a tenth of the timeout, at most once a second.
+ */
+function slowClientLimits(bodyTimeoutMs: number) {
+  return {
+    headersTimeout: Math.min(60_000, bodyTimeoutMs),
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(bodyTimeoutMs / 10))),
+  };
+}
+
+/** A request id for the log lines of one request: a counter, unique within the process (cheap). */
+function createRequestIds(): () => string {
+  let next = 0;
+  return () => {
+    next = (next + 1) & 0x7fffffff;
+    return next.toString(36);
+  };
+}
+
 export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<App> {
-  const fastifyOpts: FastifyServerOptions = {
+  const limits = slowClientLimits(deps.config.bodyTimeoutMs);
+  const fastifyOpts: FastifyHttpOptions<http.Server> = {
     loggerInstance: deps.log,
     bodyLimit: DEFAULT_BODY_LIMIT,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     trustProxy: deps.config.trustProxy ?? false,
     forceCloseConnections: 'idle',
+    requestTimeout: deps.config.bodyTimeoutMs,
+    http: limits,
     // Draining answers 503 in the envelope (installDrainGuard); so do the framework's own errors.
     return503OnClosing: false,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
-    // Per-request log lines cost ~10% throughput on the ingest path; errors are logged by errorHandler.
+    // Per-request log lines cost ~10% throughput on the ingest path; errors are logged by errorHandler,
+    // with this id, the method and the path.
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: () => '',
+    genReqId: createRequestIds(),
     // errorHandler words the answer from err.validation; Fastify's default formatter would build a
     // message nobody reads and capture a stack for every refused request.
     schemaErrorFormatter: () => stacklessError('request validation failed'),
   };
   // With TLS the server is an https.Server; routes and hooks are the same, so one App type serves both.
   const server = opts.https
-    ? Fastify({ ...(fastifyOpts as FastifyHttpsOptions<https.Server>), https: opts.https })
+    ? Fastify({ ...(fastifyOpts as FastifyHttpsOptions<https.Server>), https: { ...opts.https, ...limits } })
     : Fastify(fastifyOpts);
   const app = server.withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
@@ -83,6 +112,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   app.decorateRequest('apiKey', null);
   app.addSchema(ErrorEnvelopeSchema);
   registerJsonBodyParser(app);
+  registerTextRule(app);
   app.addHook('onRoute', routes.onRoute);
 
   installDrainGuard(app);

@@ -68,8 +68,14 @@ async function start(config: Readonly<Config>): Promise<void> {
   ]);
   const log = createLogger(config.logLevel);
   const rt = await createRuntime(config, log);
-  if (rt.bootstrap) {
-    // Printed exactly once, on the first start of an empty database.
+  if (rt.bootstrap && config.initialAdminKey !== null) {
+    // The operator chose the key: it is theirs already, and a copy in the logs would only leak it.
+    log.info(
+      { workspace_id: rt.bootstrap.workspaceId },
+      'created workspace "default" with the admin key from CDP_INITIAL_ADMIN_KEY',
+    );
+  } else if (rt.bootstrap) {
+    // A generated key is printed exactly once, on the first start of an empty database.
     process.stdout.write(
       `\nCreated workspace "default" (${rt.bootstrap.workspaceId}).\n` +
         `Admin API key (shown only now, store it safely):\n\n  ${rt.bootstrap.apiKey.api_key}\n\n`,
@@ -95,13 +101,27 @@ async function start(config: Readonly<Config>): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'draining');
+    // HTTP gets the budget minus a reserve in which queued events are committed, the workers stop
+    // and storage closes; connections still open then are closed (runtime.ts drainHttp).
+    const reserve = Math.min(2000, Math.floor(config.shutdownTimeoutMs / 4));
     const timer = setTimeout(() => {
-      log.error('shutdown timed out');
+      // Every 202 was sent after its COMMIT, so once the event writer has drained nothing a client
+      // was told is stored depends on this process: a worker or storage slow to close is no failure.
+      if (rt.eventsDrained()) {
+        log.warn('shutdown deadline reached with every accepted event stored; exiting');
+        process.exit(0);
+      }
+      log.error('shutdown timed out before accepted events were stored');
       process.exit(1);
     }, config.shutdownTimeoutMs);
     timer.unref();
-    rt.stop().then(
+    rt.stop({ closeConnectionsAfterMs: config.shutdownTimeoutMs - reserve }).then(
       () => {
+        // The event writer failed to commit what it had accepted (its error is logged above).
+        if (!rt.eventsDrained()) {
+          log.error('stopped before accepted events were stored');
+          process.exit(1);
+        }
         log.info('stopped');
         process.exit(0);
       },

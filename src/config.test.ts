@@ -31,6 +31,8 @@ describe('loadConfig', () => {
       trustProxy: null,
       logLevel: 'info',
       workerBatchSize: null,
+      shutdownTimeoutMs: 10_000,
+      bodyTimeoutMs: 60_000,
     });
   });
 
@@ -47,9 +49,13 @@ describe('loadConfig', () => {
       CDP_ALLOW_PRIVATE_WEBHOOKS: '1',
       LOG_LEVEL: 'warn',
       WORKER_BATCH_SIZE: '64',
+      SHUTDOWN_TIMEOUT_MS: '5000',
+      BODY_TIMEOUT_MS: '120000',
     });
     expect(c).toMatchObject({
       workerBatchSize: 64,
+      shutdownTimeoutMs: 5000,
+      bodyTimeoutMs: 120_000,
       port: 9000,
       host: 'localhost',
       role: 'worker',
@@ -72,6 +78,10 @@ describe('loadConfig', () => {
       databaseUrl: null,
       host: '127.0.0.1',
     });
+  });
+
+  it.each(['abc', '500', '1.5'])('refuses BODY_TIMEOUT_MS=%s (whole milliseconds, at least 1000)', (v) => {
+    expect(refusal({ BODY_TIMEOUT_MS: v })).toMatch(/BODY_TIMEOUT_MS/);
   });
 
   it.each(['abc', '-1', '80.5', '65536', '1e3', ' 80'])('refuses PORT=%s, naming PORT', (port) => {

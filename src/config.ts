@@ -25,6 +25,8 @@ const ConfigSchema = Type.Object({
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
   ),
   shutdownTimeoutMs: Type.Integer({ minimum: 0 }),
+  /** A request (headers and body) must arrive whole within this time, or 408 and the connection closes. */
+  bodyTimeoutMs: Type.Integer({ minimum: 1000 }),
   /** Events one worker claims per transaction; null = the engine's default (processing.worker.ts). */
   workerBatchSize: Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()]),
 });
@@ -64,6 +66,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     trustProxy: orNull(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL || 'info',
     shutdownTimeoutMs: toInt('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 10_000),
+    bodyTimeoutMs: toInt('BODY_TIMEOUT_MS', env.BODY_TIMEOUT_MS, 60_000),
     workerBatchSize: env.WORKER_BATCH_SIZE ? toInt('WORKER_BATCH_SIZE', env.WORKER_BATCH_SIZE, 0) : null,
   };
   const errors = [...Value.Errors(ConfigSchema, candidate)];
@@ -107,6 +110,7 @@ const ENV_NAMES: Record<string, string> = {
   tlsKeyFile: 'TLS_KEY_FILE',
   trustProxy: 'TRUST_PROXY',
   shutdownTimeoutMs: 'SHUTDOWN_TIMEOUT_MS',
+  bodyTimeoutMs: 'BODY_TIMEOUT_MS',
   workerBatchSize: 'WORKER_BATCH_SIZE',
 };
 

@@ -24,8 +24,21 @@ export interface Runtime {
   app: App | null;
   /** Set on the very first start of an empty database: print its key once. */
   bootstrap: { workspaceId: string; apiKey: CreatedApiKey } | null;
-  /** Stops in order: HTTP (drains in-flight requests), workers, then storage. */
-  stop(): Promise<void>;
+  /** Stops in order: HTTP (drains in-flight requests), the event writer, workers, then storage. */
+  stop(opts?: StopOptions): Promise<void>;
+  /**
+   * True once stop() has seen every event write the writer accepted committed (or failed): from
+   * then on nothing a client may have been told is stored depends on this process any more.
+   */
+  eventsDrained(): boolean;
+}
+
+export interface StopOptions {
+  /**
+   * After this long, the connections still open (a request still running, a body still trickling
+   * in, a client that never sends) are closed, and the stop carries on. Unset: wait for them.
+   */
+  closeConnectionsAfterMs?: number;
 }
 
 export interface RuntimeOptions {
@@ -114,17 +127,22 @@ export async function createRuntime(
     }
     // Closers run in reverse: after HTTP has closed, acknowledged-but-queued events are committed
     // before the workers stop and the database closes.
-    closers.push(() => events.close());
+    let eventsDrained = false;
+    closers.push(async () => {
+      await events.close();
+      eventsDrained = true;
+    });
 
     let stopped = false;
     return {
       deps,
       app,
       bootstrap: created ? { workspaceId: created.workspace.id, apiKey: created.api_key } : null,
-      async stop() {
+      eventsDrained: () => eventsDrained,
+      async stop(stopOpts = {}) {
         if (stopped) return;
         stopped = true;
-        if (app) await drainHttp(app);
+        if (app) await drainHttp(app, log, stopOpts.closeConnectionsAfterMs);
         for (const close of closers.reverse())
           await close().catch((err) => log.error({ err }, 'shutdown step failed'));
         if (!opts.db) await db.close();
@@ -167,12 +185,25 @@ function redisRevocations(redis: Redis, channel: string, log: Logger): Revocatio
  * drops the connections that are idle at that moment, but a request still running answers with
  * keep-alive and its connection then stays open until the client lets it go (72 s here), which
  * would hold the drain past SHUTDOWN_TIMEOUT_MS. So connections are swept as they become idle.
+ * A connection that never becomes idle (a body arriving a byte a second, a request still running)
+ * is closed at `closeAfterMs`: the stop goes on to commit queued events and close storage instead
+ * of being killed by its own deadline with that work undone.
  */
-async function drainHttp(app: App): Promise<void> {
+async function drainHttp(app: App, log: Logger, closeAfterMs?: number): Promise<void> {
   const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
+  const force =
+    closeAfterMs === undefined
+      ? null
+      : setTimeout(() => {
+          app.server.getConnections((_err, open) => {
+            log.warn({ connections: open }, 'closing the connections still open at the shutdown deadline');
+            app.server.closeAllConnections();
+          });
+        }, closeAfterMs);
   try {
     await app.close();
   } finally {
     clearInterval(sweep);
+    if (force) clearTimeout(force);
   }
 }
