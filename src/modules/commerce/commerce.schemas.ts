@@ -2,12 +2,11 @@ import { Type } from 'typebox';
 import { PageQuery } from '../../platform/cursor';
 import { MAX_AMOUNT, MAX_TEXT } from './order-payload';
 
-/** PostgreSQL text cannot hold NUL; refusing it here keeps a `\u0000` from becoming a 500. */
-const NO_NUL = '^[^\\u0000]*$';
-/** Ids: no NUL, no surrounding whitespace (order events trim theirs, so both sides agree). */
-const ID_PATTERN = '^[^\\s\\u0000]([^\\u0000]*[^\\s\\u0000])?$';
-const Text = (opts: { minLength?: number; maxLength: number; description?: string }) =>
-  Type.String({ ...opts, pattern: NO_NUL });
+// NUL and unpaired surrogates are refused for every input before these schemas run (the text rule,
+// platform/http/text-rule.ts), so no pattern here repeats it.
+/** Ids: no surrounding whitespace (order events trim theirs, so both sides agree). */
+const ID_PATTERN = '^\\S([\\s\\S]*\\S)?$';
+const Text = (opts: { minLength?: number; maxLength: number; description?: string }) => Type.String(opts);
 const Id = (description?: string) =>
   Type.String({
     minLength: 1,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_TEXT, productsOf, readOrderPayload } from './order-payload';
+import { MAX_AMOUNT, MAX_TEXT, productsOf, readOrder, readOrderPayload } from './order-payload';
 
 describe('reading an order payload', () => {
   it('applies the contract defaults: USD and completed', () => {
@@ -42,6 +42,17 @@ describe('reading an order payload', () => {
     ['a status with spaces inside', { order_id: 'A', total: 1, status: 'on hold' }],
   ])('refuses an order with %s', (_what, payload) => {
     expect(readOrderPayload(payload)).toBeNull();
+  });
+
+  it('says why an order is unusable, for the dead letter', () => {
+    expect(readOrder({ order_id: 'A', total: 1e16 })).toEqual({
+      problem: `total must be a number from 0 to ${MAX_AMOUNT}`,
+    });
+    expect(readOrder({ total: 1 })).toEqual({ problem: 'order_id must be a string of 1 to 200 characters' });
+    expect(readOrder({ order_id: 'A', total: 1, currency: 'EURO' })).toMatchObject({
+      problem: expect.stringMatching(/^currency/),
+    });
+    expect(readOrder({ order_id: 'A', total: MAX_AMOUNT })).toMatchObject({ order: { total: MAX_AMOUNT } });
   });
 
   it('keeps the order but drops unusable parts of item lines', () => {

@@ -2,17 +2,25 @@
  * Reads an `order` event payload (contract §4) into a normalized order, pure. The ingest path
  * validates payloads at the door; this reader still accepts any value without throwing, because
  * events can reach the worker by other roads (the demo loader, old rows, direct inserts) and one bad
- * row must never stall processing. An unusable order (no id, bad total, status or currency) is null;
- * an unusable line item field is dropped to null rather than losing the whole order.
+ * row must never stall processing. An unusable order (no id, bad total, status or currency) is null
+ * (`readOrder` says why, for the dead letter the worker writes); an unusable line item field is
+ * dropped to null rather than losing the whole order.
  */
 
 export const DEFAULT_CURRENCY = 'USD';
 export const DEFAULT_STATUS = 'completed';
-/** numeric(18,2) holds up to 10^16; stay well inside it. */
-export const MAX_AMOUNT = 1e15;
+/**
+ * Largest amount (order total, item or product price). The columns are numeric(18,2), which hold
+ * less than 10^16 on both engines, and a profile's total_spend (same type) sums its orders: 10^12
+ * leaves room for 9,999 maximal orders per profile, and keeps every cent exact in a JavaScript
+ * number (10^14 cents < 2^53). The ingest rules and the product API refuse more with a 400.
+ */
+export const MAX_AMOUNT = 1e12;
 export const MAX_TEXT = 200;
-export const MAX_ITEMS = 1000;
-const MAX_QUANTITY = 1_000_000;
+/** Line items of one order (the ingest rules refuse more). */
+export const MAX_ITEMS = 500;
+/** Largest quantity of a line item (an integer from 1). */
+export const MAX_QUANTITY = 1_000_000;
 
 export interface OrderItem {
   product_id: string | null;
@@ -67,22 +75,34 @@ function readItem(v: unknown): OrderItem | null {
 }
 
 export function readOrderPayload(payload: unknown): NormalizedOrder | null {
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
+  const read = readOrder(payload);
+  return 'order' in read ? read.order : null;
+}
+
+/** readOrderPayload, saying why an order is unusable. */
+export function readOrder(payload: unknown): { order: NormalizedOrder } | { problem: string } {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    return { problem: 'payload is not an object' };
+  }
   const p = payload as Record<string, unknown>;
   const orderId = readId(p.order_id);
+  if (orderId === null) return { problem: `order_id must be a string of 1 to ${MAX_TEXT} characters` };
   const total = readAmount(p.total);
-  if (orderId === null || total === null) return null;
+  if (total === null) return { problem: `total must be a number from 0 to ${MAX_AMOUNT}` };
 
   let currency = DEFAULT_CURRENCY;
   if (p.currency !== undefined && p.currency !== null) {
-    if (typeof p.currency !== 'string' || !/^[A-Za-z]{3}$/.test(p.currency)) return null;
+    if (typeof p.currency !== 'string' || !/^[A-Za-z]{3}$/.test(p.currency)) {
+      return { problem: 'currency must be an ISO 4217 code of three letters' };
+    }
     currency = p.currency.toUpperCase();
   }
   let status = DEFAULT_STATUS;
   if (p.status !== undefined && p.status !== null) {
-    if (typeof p.status !== 'string') return null;
+    const bad = { problem: 'status must be a word of at most 50 letters, digits, _ or -' };
+    if (typeof p.status !== 'string') return bad;
     status = p.status.trim().toLowerCase();
-    if (!/^[a-z][a-z0-9_-]{0,49}$/.test(status)) return null;
+    if (!/^[a-z][a-z0-9_-]{0,49}$/.test(status)) return bad;
   }
   const items = Array.isArray(p.items)
     ? p.items
@@ -90,7 +110,7 @@ export function readOrderPayload(payload: unknown): NormalizedOrder | null {
         .map(readItem)
         .filter((i): i is OrderItem => i !== null)
     : [];
-  return { orderId, total, currency, status, items };
+  return { order: { orderId, total, currency, status, items } };
 }
 
 /**
