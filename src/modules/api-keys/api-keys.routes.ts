@@ -37,7 +37,8 @@ export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const page = pageRequest(deps.cursors, 'apikeys', req.query);
+      const scope = { collection: 'apikeys', workspaceId: req.apiKey!.workspaceId, parent: null };
+      const page = pageRequest(deps.cursors, scope, req.query);
       return {
         status: 'success' as const,
         ...(await listKeys(deps.db, deps.cursors, req.apiKey!.workspaceId, page)),

@@ -75,7 +75,7 @@ export async function listKeys(
 ): Promise<Page<ApiKeyView>> {
   const afterSeq = page.after ? Number(page.after[0]) : null;
   const rows = await repo.listActiveKeys(db, workspaceId, afterSeq, page.limit + 1);
-  return toPage(codec, 'apikeys', page, rows, (r) => [r.seq], present);
+  return toPage(codec, page, rows, (r) => [r.seq], present);
 }
 
 export async function revokeKey(

@@ -31,7 +31,8 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
     },
     async (req) => {
       const { limit, cursor, ...filter } = req.query;
-      const page = pageRequest(deps.cursors, 'orders', { limit, cursor });
+      const scope = { collection: 'orders', workspaceId: req.apiKey!.workspaceId, parent: null };
+      const page = pageRequest(deps.cursors, scope, req.query);
       return {
         status: 'success' as const,
         ...(await commerce.listOrders(deps.db, deps.cursors, req.apiKey!.workspaceId, page, filter)),
@@ -68,7 +69,8 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
     },
     async (req) => {
       const { limit, cursor, ...filter } = req.query;
-      const page = pageRequest(deps.cursors, 'products', { limit, cursor });
+      const scope = { collection: 'products', workspaceId: req.apiKey!.workspaceId, parent: null };
+      const page = pageRequest(deps.cursors, scope, req.query);
       return {
         status: 'success' as const,
         ...(await commerce.listProducts(deps.db, deps.cursors, req.apiKey!.workspaceId, page, filter)),

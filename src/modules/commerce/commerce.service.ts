@@ -289,7 +289,7 @@ export async function listOrders(
   if (filter.profile_id !== undefined) {
     profileId = await repo.resolveProfileId(db, workspaceId, filter.profile_id);
     // An unknown profile (or one of another workspace) simply has no orders here.
-    if (profileId === null) return toPage(codec, 'orders', page, [], () => [], presentOrder);
+    if (profileId === null) return toPage(codec, page, [], () => [], presentOrder);
   }
   const after = keyset(page.after, 2) as [number, number] | null;
   const rows = await repo.listOrders(db, workspaceId, {
@@ -298,7 +298,7 @@ export async function listOrders(
     after,
     limit: page.limit + 1,
   });
-  return toPage(codec, 'orders', page, rows, (r) => [r.occurred_at.getTime(), r.seq], presentOrder);
+  return toPage(codec, page, rows, (r) => [r.occurred_at.getTime(), r.seq], presentOrder);
 }
 
 export async function listProducts(
@@ -314,7 +314,7 @@ export async function listProducts(
     afterSeq,
     limit: page.limit + 1,
   });
-  return toPage(codec, 'products', page, rows, (r) => [r.seq], presentProduct);
+  return toPage(codec, page, rows, (r) => [r.seq], presentProduct);
 }
 
 export async function getOrder(db: Db, workspaceId: string, orderId: string): Promise<OrderView> {

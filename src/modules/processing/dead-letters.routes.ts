@@ -43,7 +43,8 @@ export function registerDeadLetterRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const page = pageRequest(deps.cursors, 'dead-letters', req.query);
+      const scope = { collection: 'dead-letters', workspaceId: req.apiKey!.workspaceId, parent: null };
+      const page = pageRequest(deps.cursors, scope, req.query);
       return {
         status: 'success' as const,
         ...(await processing.listDeadLetters(deps.db, deps.cursors, req.apiKey!.workspaceId, page)),

@@ -31,8 +31,9 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const { limit, cursor, email, identity } = req.query;
-      const page = pageRequest(deps.cursors, 'profiles', { limit, cursor });
+      const { email, identity } = req.query;
+      const scope = { collection: 'profiles', workspaceId: req.apiKey!.workspaceId, parent: null };
+      const page = pageRequest(deps.cursors, scope, req.query);
       return {
         status: 'success' as const,
         ...(await profiles.listProfiles(deps.db, deps.cursors, req.apiKey!.workspaceId, page, {
@@ -114,7 +115,10 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const page = pageRequest(deps.cursors, 'profile-events', req.query);
+      // Bound to the id as written: a merged-away id keeps its own cursors, not the survivor's.
+      const { workspaceId } = req.apiKey!;
+      const scope = { collection: 'profile-events', workspaceId, parent: req.params.id };
+      const page = pageRequest(deps.cursors, scope, req.query);
       return {
         status: 'success' as const,
         ...(await profiles.listProfileEvents(
@@ -142,7 +146,9 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const page = pageRequest(deps.cursors, 'profile-lineage', req.query);
+      const { workspaceId } = req.apiKey!;
+      const scope = { collection: 'profile-lineage', workspaceId, parent: req.params.id };
+      const page = pageRequest(deps.cursors, scope, req.query);
       return {
         status: 'success' as const,
         ...(await profiles.listLineage(deps.db, deps.cursors, req.apiKey!.workspaceId, req.params.id, page)),

@@ -202,7 +202,11 @@ describe('query strings', () => {
           return c.slice(0, i) + (c[i] === 'A' ? 'B' : 'A') + c.slice(i + 1);
         },
       ],
-      ['a cursor of another collection', async () => svc.rt.deps.cursors.encode('profiles', [1])],
+      [
+        'a cursor of another collection',
+        async () =>
+          svc.rt.deps.cursors.encode({ collection: 'profiles', workspaceId: svc.ws.id, parent: null }, [1]),
+      ],
       ['a cursor with characters outside base64url', async () => `${'A'.repeat(40)}%2B%2F`],
     ])('refuses %s: 400 INVALID_CURSOR', async (_label, make) => {
       const res = await svc.call('GET', `/tenant/apikeys?cursor=${await make()}`);
