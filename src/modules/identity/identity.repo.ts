@@ -44,7 +44,8 @@ export interface NodeWrite extends NodeKey {
 
 /**
  * Writes nodes in one statement: new ones are inserted, known ones (same workspace, type and value)
- * move to `profile_id` and advance last_seen (never backwards). Returns the ids written: a new node
+ * move to `profile_id` and advance last_seen (never backwards). Rows go in key order: two writers
+ * inserting the same new identifiers wait on each other's unique-index entries in one order. Returns the ids written: a new node
  * whose id is missing collided with one another transaction created meanwhile, and the caller must
  * roll back and retry with fresh lookups.
  */
@@ -55,6 +56,7 @@ export async function upsertNodes(q: Queryable, nodes: readonly NodeWrite[]): Pr
      SELECT id, workspace_id, type, value, profile_id, first_seen, last_seen
        FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, workspace_id uuid, type text, value text,
             profile_id uuid, first_seen timestamptz, last_seen timestamptz)
+      ORDER BY workspace_id, type, value
      ON CONFLICT (workspace_id, type, value) DO UPDATE
        SET profile_id = EXCLUDED.profile_id, last_seen = GREATEST(n.last_seen, EXCLUDED.last_seen)
      RETURNING n.id`,

@@ -1,13 +1,14 @@
 import type { Logger } from 'pino';
-import type { Db } from '../../platform/db';
-import { AppError, notFound, validationError } from '../../platform/errors';
+import type { Db, Queryable } from '../../platform/db';
+import { AppError, validationError } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
-import { createProfileBatch } from '../profiles/profile-batch';
+import { createProfileBatch, StaleReadError } from '../profiles/profile-batch';
 import * as profilesRepo from '../profiles/profiles.repo';
 import {
   lockInto,
   type ProfileView,
   presentProfile,
+  readFollowingMerges,
   resolveProfileId,
   withRetry,
 } from '../profiles/profiles.service';
@@ -35,7 +36,7 @@ export async function mergeProfiles(
 ): Promise<MergeResult> {
   const self = secondaryIds.findIndex((id) => id.toLowerCase() === primaryId.toLowerCase());
   if (self >= 0) throw validationError(`/secondary_profile_ids/${self}`, 'must not be the primary profile');
-  const merged = await withRetry(() =>
+  const { primary, merged, row } = await withRetry(() =>
     db.transaction(async (tx) => {
       const primary = await resolveProfileId(tx, workspaceId, primaryId);
       const secondaries: string[] = [];
@@ -43,14 +44,18 @@ export async function mergeProfiles(
         let survivor: string;
         try {
           survivor = await resolveProfileId(tx, workspaceId, id);
-        } catch {
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
           throw new AppError('NOT_FOUND', `secondary profile ${i} not found`, {
             details: [{ path: `/secondary_profile_ids/${i}`, message: 'profile not found' }],
           });
         }
         if (survivor !== primary && !secondaries.includes(survivor)) secondaries.push(survivor);
       }
-      if (secondaries.length === 0) return [];
+      // Every id already names the primary's survivor (A merged into B, then "merge A into B"):
+      // nothing to do, and the same answer as the merge that did it.
+      if (secondaries.length === 0)
+        return { primary, merged: [], row: await readLive(tx, workspaceId, primary) };
       const batch = createProfileBatch();
       await lockInto(tx, batch, [primary, ...secondaries]);
       await batch.loadViews(tx, [...batch.profiles.values()]);
@@ -71,14 +76,24 @@ export async function mergeProfiles(
       for (const s of secondaries) batch.merge(p, batch.survivor(s)!, source, now);
       batch.mergedFact(workspaceId, primary, secondaries, source);
       await batch.flush(tx);
-      return secondaries;
+      // Read inside the transaction: the answer is this merge's result, even if another merge takes
+      // the primary away right after the commit.
+      return { primary, merged: secondaries, row: await readLive(tx, workspaceId, primary) };
     }),
   );
-  const primary = await resolveProfileId(db, workspaceId, primaryId);
-  const row = await profilesRepo.getProfile(db, workspaceId, primary);
-  if (!row) throw notFound('profile');
   if (merged.length > 0) log.info({ workspace_id: workspaceId, primary, merged }, 'profiles merged by API');
   return { primary_profile_id: primary, merged_profile_ids: merged, profile: presentProfile(row) };
+}
+
+/** The primary as it stands in this transaction; gone (merged or erased since it was resolved): retry. */
+async function readLive(
+  tx: Queryable,
+  workspaceId: string,
+  id: string,
+): Promise<profilesRepo.ProfileReadRow> {
+  const row = await profilesRepo.getProfile(tx, workspaceId, id);
+  if (!row || row.id !== id) throw new StaleReadError('the primary profile changed meanwhile');
+  return row;
 }
 
 export interface GraphView {
@@ -89,12 +104,19 @@ export interface GraphView {
 }
 
 export async function getGraph(db: Db, workspaceId: string, id: string): Promise<GraphView> {
-  const profileId = await resolveProfileId(db, workspaceId, id);
-  const [nodes, edges, merged] = await Promise.all([
-    repo.listNodesOfProfile(db, workspaceId, profileId),
-    repo.listEdgesOfProfile(db, workspaceId, profileId),
-    profilesRepo.listMergedIds(db, workspaceId, profileId),
-  ]);
+  const { profileId, nodes, edges, merged } = await readFollowingMerges(
+    db,
+    workspaceId,
+    id,
+    async (profileId) => {
+      const [nodes, edges, merged] = await Promise.all([
+        repo.listNodesOfProfile(db, workspaceId, profileId),
+        repo.listEdgesOfProfile(db, workspaceId, profileId),
+        profilesRepo.listMergedIds(db, workspaceId, profileId),
+      ]);
+      return { profileId, nodes, edges, merged };
+    },
+  );
   return {
     profile_id: profileId,
     nodes: nodes.map((n) => ({
