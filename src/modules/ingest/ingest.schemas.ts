@@ -1,4 +1,6 @@
 import { type Static, Type } from 'typebox';
+import { MAX_AMOUNT, MAX_ITEMS, MAX_QUANTITY } from '../commerce/order-payload';
+import { TRAIT_LIMITS } from '../profiles/traits';
 
 /**
  * The ingestion event (spec "Ingestion event", contract §4). Everything a JSON schema can say is
@@ -22,8 +24,8 @@ export const LIMITS = {
   payloadDepth: 10,
   /** Length of names, identities, message ids, payload keys. */
   text: 200,
-  /** Line items of one order. */
-  orderItems: 500,
+  /** Line items of one order (the order reader's limit: one number for both). */
+  orderItems: MAX_ITEMS,
   /** How far ahead of the server's clock a `timestamp` may be (clock skew allowance). */
   futureSkewMs: 24 * 60 * 60 * 1000,
   /** Earliest accepted `timestamp`: historical imports are welcome, the Unix epoch is the floor. */
@@ -60,11 +62,13 @@ export const IngestEventSchema = Type.Object(
         description:
           `Arbitrary properties: at most ${LIMITS.payloadBytes} bytes as JSON and ${LIMITS.payloadDepth} ` +
           'levels of nesting; strings and keys must not contain NUL characters or unpaired surrogates. ' +
-          'For `identify`, keys are traits (`email`, `first_name`, `last_name` set those fields). ' +
-          'For `order`: `order_id` (string ≤ 200, required), `total` (number ≥ 0, required), ' +
+          'For `identify`, keys are traits (`email`, `first_name`, `last_name` set those fields), at most ' +
+          `${TRAIT_LIMITS.keysPerWrite} keys in all, nested keys included (docs/profiles.md, "Limits"). ` +
+          `For \`order\`: \`order_id\` (string ≤ 200, required), \`total\` (number 0–${MAX_AMOUNT}, required), ` +
           '`currency` (ISO 4217 code, default `USD`), `status` (`pending`, `completed` (default), ' +
           `\`cancelled\`, \`refunded\`), \`items\` (≤ ${LIMITS.orderItems} of \`{product_id (required), ` +
-          'name, price ≥ 0, quantity (integer ≥ 1), category}`).',
+          `name, price (0–${MAX_AMOUNT}), quantity (integer 1–${MAX_QUANTITY}), category}\`). Amounts are ` +
+          'stored with 2 decimals.',
       }),
     ),
     timestamp: Type.Optional(

@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
+import { createYielder } from '../../platform/cooperate';
 import { type CursorCodec, type Page, type PageRequest, toPage } from '../../platform/cursor';
 import type { Db, Queryable } from '../../platform/db';
 import { notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { newSortableId } from '../../platform/ids';
 import { applyOrderEvents } from '../commerce/commerce.service';
+import { readOrder } from '../commerce/order-payload';
 import {
   classifyAnonymousId,
   classifyIdentity,
@@ -256,20 +258,26 @@ async function applyEvents(
   if (ready.length === 0) return;
 
   // Lock every profile the ready events touch, in id order (the one lock order of every writer).
-  const batch = createProfileBatch();
+  // With ROLE=all the HTTP server shares this thread: every few milliseconds of applying events,
+  // requests that arrived meanwhile get their turn (a batch of wide writes is seconds of CPU).
+  const yieldNow = createYielder();
+  const batch = createProfileBatch(yieldNow);
   const readyKeys = new Set<string>();
   for (const c of ready) {
     if (c.identity) readyKeys.add(identifierKey(c.event.workspace_id, c.identity));
     if (c.anonymous) readyKeys.add(identifierKey(c.event.workspace_id, c.anonymous));
   }
   const owned = nodes.filter((n) => readyKeys.has(identifierKey(n.workspace_id, n)));
-  const locked = await profilesRepo.lockProfiles(tx, [...new Set(owned.map((n) => n.profile_id))]);
+  // With the profiles merged into them (a merge re-points those): all locked in one statement.
+  const { rows: locked, complete } = await profilesRepo.lockProfiles(tx, [
+    ...new Set(owned.map((n) => n.profile_id)),
+  ]);
   const lockedIds = new Set(locked.map((p) => p.id));
   for (const n of owned) {
     // Merged away or erased between the lookup and the lock: read again from scratch.
     if (!lockedIds.has(n.profile_id)) throw new StaleReadError('a profile vanished before it was locked');
   }
-  if (locked.some((p) => p.merged_into !== null))
+  if (!complete || locked.some((p) => p.merged_into !== null))
     throw new StaleReadError('a profile was merged before it was locked');
   batch.addLocked(locked);
   batch.addNodes(owned);
@@ -316,6 +324,7 @@ async function applyEvents(
   const orders: Array<{ event: repo.ClaimedEvent; profile: BatchProfile }> = [];
 
   for (const c of ready) {
+    await yieldNow();
     const e = c.event;
     const ws = e.workspace_id;
     const at = e.occurred_at;
@@ -399,7 +408,19 @@ async function applyEvents(
       update.last_name !== undefined ||
       update.attributes
     ) {
-      batch.applyTraits(profile, update, at.getTime(), source, at);
+      const traits = batch.applyTraits(profile, update, at.getTime(), source, at);
+      if (!traits.applied) {
+        // Never dropped silently: set aside with the reason, retryable once the profile has room.
+        deadLetters.push({
+          id: newSortableId('dlq'),
+          workspace_id: ws,
+          event_seq: e.seq,
+          reason: traits.reason,
+          attempts: 1,
+        });
+        processed.push({ seq: e.seq, profile: null });
+        continue;
+      }
     }
     if (e.event_type === 'order') orders.push({ event: e, profile });
     processed.push({ seq: e.seq, profile });
@@ -417,9 +438,22 @@ async function applyEvents(
       payload: o.event.payload ?? {},
     })),
   );
+  // An order that cannot be recorded (a payload that reached the log by another road than the ingest
+  // rules) is never dropped silently: the event still counts for its profile, and a dead letter says
+  // why its order is missing.
   orderOutcomes.forEach((result, i) => {
-    if (result === 'ignored')
-      ctx.log.warn({ event_id: orders[i]!.event.id }, 'order event ignored: unusable order payload');
+    if (result !== 'ignored') return;
+    const e = orders[i]!.event;
+    const read = readOrder(e.payload ?? {});
+    if (!('problem' in read)) return; // the order's workspace was deleted meanwhile
+    ctx.log.warn({ event_id: e.id, problem: read.problem }, 'order not recorded: unusable order payload');
+    deadLetters.push({
+      id: newSortableId('dlq'),
+      workspace_id: e.workspace_id,
+      event_seq: e.seq,
+      reason: `order not recorded: ${read.problem}`,
+      attempts: 1,
+    });
   });
   await repo.insertDeadLetters(tx, deadLetters);
   await repo.markProcessed(
@@ -459,7 +493,6 @@ export async function listDeadLetters(
   const rows = await repo.listDeadLetters(db, workspaceId, afterSeq, page.limit + 1);
   return toPage(
     codec,
-    'dead-letters',
     page,
     rows,
     (r) => [r.seq],

@@ -1,3 +1,4 @@
+import { createYielder } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
 import { newUuid } from '../../platform/ids';
 import { reassignOrders } from '../commerce/commerce.service';
@@ -8,7 +9,9 @@ import { type OutboxFact, writeOutboxMany } from '../outbox/outbox.repo';
 import * as repo from './profiles.repo';
 import {
   type FieldChange,
-  mergeTraits,
+  jsonBytes,
+  mergeTraitsInPlace,
+  TRAIT_LIMITS,
   type TraitState,
   type TraitUpdate,
   timesOfProfile,
@@ -44,7 +47,17 @@ export interface BatchProfile extends OwnerView {
    */
   identities: Map<IdentifierType, Set<string>>;
   viewLoaded: boolean;
+  /**
+   * Size of `traits.attributes` as JSON, at least: measured on the first write that grows them,
+   * then kept up to date by each write's growth (null until measured).
+   */
+  attributesBytes: number | null;
 }
+
+/** What applyTraits did: the changes, or nothing at all because the profile would grow too big. */
+export type TraitsOutcome =
+  | { applied: true; changes: FieldChange[] }
+  | { applied: false; reason: string; bytes: number };
 
 interface BatchNode {
   id: string;
@@ -85,13 +98,17 @@ export interface ProfileBatch {
    * already connected, and re-recording that on every event would only cost writes.
    */
   link(workspaceId: string, from: Identifier, to: Identifier, eventId: string | null, force?: boolean): void;
+  /**
+   * Merges one write into the profile, unless it would grow the profile's attributes past
+   * TRAIT_LIMITS.profileAttributesBytes: then the profile is left exactly as it was.
+   */
   applyTraits(
     profile: BatchProfile,
     update: TraitUpdate,
     time: WriteTime,
     source: Source,
     at: Date,
-  ): FieldChange[];
+  ): TraitsOutcome;
   /** Merges `secondary` into `primary` (traits by their own field times, identifiers, history). */
   merge(primary: BatchProfile, secondary: BatchProfile, source: Source, at: Date): void;
   /** Records a profile.merged fact (the caller decides the grouping: one per event, one per API call). */
@@ -119,10 +136,15 @@ export function profileFromRow(row: repo.ProfileRow): BatchProfile {
     identities: new Map(),
     mergedCount: 0,
     viewLoaded: false,
+    attributesBytes: null,
   };
 }
 
-export function createProfileBatch(): ProfileBatch {
+/**
+ * `yieldNow` is called between units of CPU work of the flush (rows serialized): the caller's
+ * cooperative scheduler (platform/cooperate.ts), shared with its own loop over events.
+ */
+export function createProfileBatch(yieldNow: () => Promise<void> = createYielder()): ProfileBatch {
   const profiles = new Map<string, BatchProfile>();
   const nodes = new Map<string, BatchNode>();
   const edges = new Map<
@@ -217,6 +239,7 @@ export function createProfileBatch(): ProfileBatch {
         identities: new Map(),
         mergedCount: 0,
         viewLoaded: true,
+        attributesBytes: 2,
       };
       profiles.set(p.id, p);
       facts.push({
@@ -263,14 +286,33 @@ export function createProfileBatch(): ProfileBatch {
         edges.set(k, { workspace_id: workspaceId, from_node: a.id, to_node: b.id, event_id: eventId });
     },
     applyTraits(profile, update, time, source, at) {
-      const { state, changes } = mergeTraits(profile.traits, update, time);
-      if (state !== profile.traits) {
-        profile.traits = state;
+      // In place: the batch owns its profiles' states (read from rows or created here), and a copy
+      // per write would cost time in proportion to the profile instead of the write.
+      const r = mergeTraitsInPlace(profile.traits, update, time);
+      const limit = TRAIT_LIMITS.profileAttributesBytes;
+      if (r.growth > 0) {
+        let bytes = profile.attributesBytes === null ? null : profile.attributesBytes + r.growth;
+        // The running figure is an upper bound: measure exactly before refusing anything.
+        if (bytes === null || bytes > limit) bytes = jsonBytes(profile.traits.attributes);
+        if (bytes > limit) {
+          r.revert();
+          profile.attributesBytes = null;
+          return {
+            applied: false,
+            bytes,
+            reason:
+              `the profile's attributes would grow to ${bytes} bytes as JSON, over the limit of ${limit} ` +
+              '(limit: attributes per profile); the traits were not applied',
+          };
+        }
+        profile.attributesBytes = bytes;
+      } else if (profile.attributesBytes !== null) profile.attributesBytes += r.growth;
+      if (r.moved) {
         profile.dirty = true;
         if (at > profile.updatedAt) profile.updatedAt = at;
       }
-      record(profile, changes, time, source, null);
-      return changes;
+      record(profile, r.changes, time, source, null);
+      return { applied: true, changes: r.changes };
     },
     merge(primary, secondary, source, at) {
       if (primary.id === secondary.id) return;
@@ -278,7 +320,9 @@ export function createProfileBatch(): ProfileBatch {
         throw new Error('merge needs both profiles’ views loaded');
       const s = secondary.traits;
       const time = timesOfProfile(s.field_times, secondary.updatedAt.getTime());
-      const { state, changes } = mergeTraits(
+      // A merge is never refused for size (a person is one profile): the merged profile may exceed
+      // the attributes limit, and then only writes that do not grow it are applied.
+      const { changes, growth } = mergeTraitsInPlace(
         primary.traits,
         {
           email: s.email ?? undefined,
@@ -288,7 +332,7 @@ export function createProfileBatch(): ProfileBatch {
         },
         time,
       );
-      primary.traits = state;
+      if (primary.attributesBytes !== null) primary.attributesBytes += growth;
       primary.dirty = true;
       if (at > primary.updatedAt) primary.updatedAt = at;
       record(primary, changes, time, source, secondary.id);
@@ -332,7 +376,7 @@ export function createProfileBatch(): ProfileBatch {
           created_at: p.createdAt.toISOString(),
         });
       }
-      await repo.upsertProfiles(tx, writes);
+      await repo.upsertProfiles(tx, writes, yieldNow);
 
       if (moves.length > 0) {
         const byWorkspace = new Map<string, Array<{ from: string; to: string }>>();
@@ -368,10 +412,8 @@ export function createProfileBatch(): ProfileBatch {
         throw new StaleReadError('an identifier was linked by another writer meanwhile');
       }
       await graph.insertEdges(tx, [...edges.values()]);
-      await repo.insertLineage(
-        tx,
-        lineage.map((l) => ({ ...l, profile_id: liveId(l.profile_id) })),
-      );
+      for (const l of lineage) l.profile_id = liveId(l.profile_id);
+      await repo.insertLineage(tx, lineage, yieldNow);
       await writeOutboxMany(tx, facts);
     },
   };

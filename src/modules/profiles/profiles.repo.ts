@@ -1,3 +1,4 @@
+import { createYielder, stringifyArray } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
 import type { FieldTimes, Json, JsonObject } from './traits';
 
@@ -31,18 +32,49 @@ const IDENTITIES = `COALESCE((SELECT jsonb_agg(jsonb_build_object('type', n.type
     ORDER BY n.first_seen, n.type, n.value) FROM identity_nodes n WHERE n.profile_id = p.id), '[]'::jsonb)
   AS identities`;
 
+export interface LockedProfiles {
+  /** The rows of the ids asked for (missing ids are absent; a merged-away one shows merged_into). */
+  rows: ProfileRow[];
+  /** The rows merged into them (locked too: a merge of their survivor re-points them). */
+  merged: ProfileRow[];
+  /**
+   * False when a profile was merged into a locked one after the lock statement's snapshot: that row
+   * is not locked, so the caller must roll back and start again (StaleReadError), never lock it
+   * late.
+   */
+  complete: boolean;
+}
+
 /**
- * Locks these profiles FOR UPDATE in id order: every writer (worker batches, merges, API updates,
- * erasure) takes profile locks in this one order, so two of them can wait for each other but never
- * deadlock. Missing ids are simply absent from the result.
+ * The one lock order of every writer (worker batches, merges, POST /tenant/profiles, erasure):
+ * these profiles and every profile merged into them, FOR UPDATE, in id order, in ONE statement,
+ * and no profile row locked by any later statement of the transaction. Two writers can then wait
+ * for each other but never deadlock. The merged-away rows are part of the set because merging a
+ * profile re-points the rows merged into it (merged_into stays one hop): locking those late, after
+ * the live ones, is exactly the deadlock seen under concurrent merges (a transaction holding the
+ * merged-away row from a stale read waits for a live one held by the merger, which waits for it).
  */
-export async function lockProfiles(q: Queryable, ids: readonly string[]): Promise<ProfileRow[]> {
-  if (ids.length === 0) return [];
-  const { rows } = await q.query<ProfileRow>(
-    `SELECT ${COLUMNS} FROM profiles p WHERE p.id = ANY($1::uuid[]) ORDER BY p.id FOR UPDATE OF p`,
-    [[...new Set(ids)]],
+export async function lockProfiles(q: Queryable, ids: readonly string[]): Promise<LockedProfiles> {
+  if (ids.length === 0) return { rows: [], merged: [], complete: true };
+  const asked = [...new Set(ids)];
+  const { rows: locked } = await q.query<ProfileRow>(
+    `SELECT ${COLUMNS} FROM profiles p WHERE p.id = ANY($1::uuid[]) OR p.merged_into = ANY($1::uuid[])
+      ORDER BY p.id FOR UPDATE OF p`,
+    [asked],
   );
-  return rows;
+  const wanted = new Set(asked);
+  const rows = locked.filter((r) => wanted.has(r.id));
+  const merged = locked.filter(
+    (r) => !wanted.has(r.id) && r.merged_into !== null && wanted.has(r.merged_into),
+  );
+  // Nobody can merge into a profile we now hold; one that did so while we waited for its lock is
+  // invisible to the statement above (its snapshot predates that commit). One index probe tells.
+  const { rows: late } = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM profiles p
+      WHERE p.merged_into = ANY($1::uuid[]) AND NOT (p.id = ANY($2::uuid[]))`,
+    [rows.filter((r) => r.merged_into === null).map((r) => r.id), locked.map((r) => r.id)],
+  );
+  return { rows, merged, complete: late[0]!.n === 0 };
 }
 
 /** What the identity resolver needs to know about a profile: its identifiers and merged-id count. */
@@ -83,8 +115,14 @@ export interface ProfileWrite {
  * Inserts new profiles and rewrites the trait columns of changed ones, in one statement. Spend and
  * scores are not touched: they belong to commerce and intelligence.
  */
-export async function upsertProfiles(q: Queryable, rows: readonly ProfileWrite[]): Promise<void> {
+export async function upsertProfiles(
+  q: Queryable,
+  rows: readonly ProfileWrite[],
+  yieldNow: () => Promise<void> = createYielder(),
+): Promise<void> {
   if (rows.length === 0) return;
+  // Row by row, yielding between rows: a batch of big profiles is megabytes of JSON.
+  const json = await stringifyArray(rows, yieldNow);
   await q.query(
     `INSERT INTO profiles (id, workspace_id, email, first_name, last_name, attributes, field_times,
                            merged_into, created_at, updated_at)
@@ -94,7 +132,7 @@ export async function upsertProfiles(q: Queryable, rows: readonly ProfileWrite[]
      ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, first_name = EXCLUDED.first_name,
        last_name = EXCLUDED.last_name, attributes = EXCLUDED.attributes, field_times = EXCLUDED.field_times,
        merged_into = EXCLUDED.merged_into, updated_at = now()`,
-    [JSON.stringify(rows)],
+    [json],
   );
 }
 
@@ -139,26 +177,31 @@ export interface LineageWrite {
   occurred_at: string;
 }
 
-export async function insertLineage(q: Queryable, rows: readonly LineageWrite[]): Promise<void> {
-  if (rows.length === 0) return;
-  // The values travel wrapped ({v: …}) so that a JSON null stays distinguishable from "no value".
-  await q.query(
-    `INSERT INTO profile_lineage (workspace_id, profile_id, path, old_value, new_value, source_type, source_id,
-                                  merged_from, occurred_at)
-     SELECT workspace_id, profile_id, path, old_value -> 'v', new_value -> 'v', source_type, source_id,
-            merged_from, occurred_at
-       FROM jsonb_to_recordset($1::jsonb) AS r(workspace_id uuid, profile_id uuid, path text, old_value jsonb,
-            new_value jsonb, source_type text, source_id text, merged_from uuid, occurred_at timestamptz)`,
-    [
-      JSON.stringify(
-        rows.map((r) => ({
-          ...r,
-          old_value: r.old_value === null ? null : { v: r.old_value },
-          new_value: { v: r.new_value },
-        })),
-      ),
-    ],
-  );
+/** Lineage rows per INSERT: a batch of wide writes has hundreds of thousands; this bounds a statement. */
+export const LINEAGE_ROWS_PER_STATEMENT = 5000;
+
+export async function insertLineage(
+  q: Queryable,
+  rows: readonly LineageWrite[],
+  yieldNow: () => Promise<void> = createYielder(),
+): Promise<void> {
+  for (let from = 0; from < rows.length; from += LINEAGE_ROWS_PER_STATEMENT) {
+    // The values travel wrapped ({v: …}) so that a JSON null stays distinguishable from "no value".
+    const json = await stringifyArray(rows.slice(from, from + LINEAGE_ROWS_PER_STATEMENT), yieldNow, (r) => ({
+      ...r,
+      old_value: r.old_value === null ? null : { v: r.old_value },
+      new_value: { v: r.new_value },
+    }));
+    await q.query(
+      `INSERT INTO profile_lineage (workspace_id, profile_id, path, old_value, new_value, source_type, source_id,
+                                    merged_from, occurred_at)
+       SELECT workspace_id, profile_id, path, old_value -> 'v', new_value -> 'v', source_type, source_id,
+              merged_from, occurred_at
+         FROM jsonb_to_recordset($1::jsonb) AS r(workspace_id uuid, profile_id uuid, path text, old_value jsonb,
+              new_value jsonb, source_type text, source_id text, merged_from uuid, occurred_at timestamptz)`,
+      [json],
+    );
+  }
 }
 
 /** The live profile an id stands for: itself, or the profile it was merged into. */
@@ -171,14 +214,20 @@ export async function findSurvivorId(q: Queryable, workspaceId: string, id: stri
   return row ? (row.merged_into ?? row.id) : null;
 }
 
+/**
+ * The live profile an id names: itself, or the survivor it was merged into. One statement, so one
+ * snapshot: a merge committing between "which survivor?" and "read it" cannot make it vanish (a
+ * merge re-points every row merged into its secondary, so merged_into is always one hop).
+ */
 export async function getProfile(
   q: Queryable,
   workspaceId: string,
   id: string,
 ): Promise<ProfileReadRow | null> {
   const { rows } = await q.query<ProfileReadRow>(
-    `SELECT ${COLUMNS}, ${IDENTITIES} FROM profiles p
-      WHERE p.workspace_id = $1 AND p.id = $2 AND p.merged_into IS NULL`,
+    `SELECT ${COLUMNS}, ${IDENTITIES} FROM profiles s
+       JOIN profiles p ON p.id = COALESCE(s.merged_into, s.id)
+      WHERE s.workspace_id = $1 AND s.id = $2 AND p.merged_into IS NULL`,
     [workspaceId, id],
   );
   return rows[0] ?? null;

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery } from '../../platform/cursor';
+import { TRAIT_LIMITS } from './traits';
 
 /** PostgreSQL text and jsonb cannot hold NUL; refusing it here keeps a `\u0000` from becoming a 500. */
 const NO_NUL = '^[^\\u0000]*$';
@@ -73,7 +74,14 @@ export const UpsertProfileBody = Type.Object(
     attributes: Type.Optional(
       Type.Object(
         {},
-        { additionalProperties: true, maxProperties: 200, description: 'Merged by the trait rules.' },
+        {
+          additionalProperties: true,
+          maxProperties: 200,
+          description:
+            `Merged by the trait rules. At most ${TRAIT_LIMITS.keysPerWrite} keys in all (nested keys ` +
+            `included) and ${TRAIT_LIMITS.depth} levels; the profile's attributes may not grow past ` +
+            `${TRAIT_LIMITS.profileAttributesBytes} bytes as JSON (docs/profiles.md, "Limits").`,
+        },
       ),
     ),
   },

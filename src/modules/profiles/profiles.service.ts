@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { type CursorCodec, type Page, type PageRequest, toPage } from '../../platform/cursor';
 import type { Db, Queryable } from '../../platform/db';
+import { DEFAULT_TRIES, retryConflicts } from '../../platform/db/retry';
 import { AppError, notFound, validationError } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { isUuid, newSortableId } from '../../platform/ids';
@@ -15,7 +16,14 @@ import {
 import * as graph from '../identity/identity.repo';
 import { type BatchProfile, createProfileBatch, type Source, StaleReadError } from './profile-batch';
 import * as repo from './profiles.repo';
-import type { Json, JsonObject, TraitUpdate } from './traits';
+import {
+  countTraitKeys,
+  type Json,
+  type JsonObject,
+  TOO_MANY_TRAIT_KEYS,
+  TRAIT_LIMITS,
+  type TraitUpdate,
+} from './traits';
 
 export interface ProfileView {
   id: string;
@@ -58,11 +66,33 @@ export async function resolveProfileId(q: Queryable, workspaceId: string, id: st
   return survivor;
 }
 
+/**
+ * GET /tenant/profiles/{id}: the profile, or for a merged-away id its survivor (with the survivor's
+ * id), read in one statement so that a merge committing meanwhile never turns it into a 404.
+ */
 export async function getProfile(db: Db, workspaceId: string, id: string): Promise<ProfileView> {
-  const survivor = await resolveProfileId(db, workspaceId, id);
-  const row = await repo.getProfile(db, workspaceId, survivor);
+  if (!isUuid(id)) throw notFound('profile');
+  const row = await repo.getProfile(db, workspaceId, id.toLowerCase());
   if (!row) throw notFound('profile');
   return presentProfile(row);
+}
+
+/**
+ * Runs a read of the profile an id names (its survivor) that takes several statements: when the
+ * survivor was itself merged away while the read ran (its history moved on), reads again from the
+ * new survivor. A merged profile never comes back, so "live before and after" means live during.
+ */
+export async function readFollowingMerges<T>(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  read: (survivor: string) => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const survivor = await resolveProfileId(db, workspaceId, id);
+    const result = await read(survivor);
+    if (attempt >= 5 || (await repo.findSurvivorId(db, workspaceId, survivor)) === survivor) return result;
+  }
 }
 
 export interface ProfileListFilter {
@@ -94,7 +124,7 @@ export async function listProfiles(
   const email = filter.email === undefined ? undefined : normalizeEmail(filter.email);
   const afterSeq = page.after ? Number(page.after[0]) : null;
   const rows = await repo.listProfiles(db, workspaceId, { email, ids }, afterSeq, page.limit + 1);
-  return toPage(codec, 'profiles', page, rows, (r) => [r.seq], presentProfile);
+  return toPage(codec, page, rows, (r) => [r.seq], presentProfile);
 }
 
 export interface UpsertProfileInput {
@@ -106,7 +136,7 @@ export interface UpsertProfileInput {
   attributes?: object | undefined;
 }
 
-const MAX_DEPTH = 10;
+const MAX_DEPTH = TRAIT_LIMITS.depth;
 
 /** Attributes are stored as jsonb: no NUL anywhere, and a bounded depth (the merger recurses). */
 export function checkAttributes(value: unknown, path = '/attributes', depth = 0): void {
@@ -123,25 +153,26 @@ export function checkAttributes(value: unknown, path = '/attributes', depth = 0)
   }
 }
 
-/** Retries a unit of work that lost a race with another writer (at most a few times). */
-export async function withRetry<T>(fn: () => Promise<T>, tries = 5): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (!(err instanceof StaleReadError) || i >= tries) throw err;
-    }
-  }
+/**
+ * Runs a transaction over profiles again when it lost a race: a deadlock or serialization failure
+ * (the safety net: the lock order should prevent them) or a stale read found after locking (a
+ * profile merged, erased or an identifier linked meanwhile). Bounded; see retryConflicts.
+ */
+export function withRetry<T>(fn: () => Promise<T>, tries = DEFAULT_TRIES): Promise<T> {
+  return retryConflicts(fn, { tries, retryOn: (err) => err instanceof StaleReadError });
 }
 
-/** Locks profiles by id into a batch; throws StaleReadError when one was merged or erased meanwhile. */
+/**
+ * Locks profiles by id, with the profiles merged into them (repo.lockProfiles: the one lock order),
+ * and adds the live ones to a batch; throws StaleReadError when one was merged or erased meanwhile.
+ */
 export async function lockInto(
   tx: Queryable,
   batch: ReturnType<typeof createProfileBatch>,
   ids: readonly string[],
 ): Promise<void> {
-  const rows = await repo.lockProfiles(tx, ids);
-  if (rows.length !== new Set(ids).size || rows.some((r) => r.merged_into !== null)) {
+  const { rows, complete } = await repo.lockProfiles(tx, ids);
+  if (!complete || rows.length !== new Set(ids).size || rows.some((r) => r.merged_into !== null)) {
     throw new StaleReadError('a profile changed before it was locked');
   }
   batch.addLocked(rows);
@@ -158,7 +189,12 @@ export async function upsertProfile(
   apiKeyId: string,
   input: UpsertProfileInput,
 ): Promise<ProfileView> {
-  if (input.attributes !== undefined) checkAttributes(input.attributes);
+  if (input.attributes !== undefined) {
+    // Counted first (it stops at the limit): the cost of a write, and its lineage, grow with its keys.
+    if (countTraitKeys(input.attributes, TRAIT_LIMITS.keysPerWrite) > TRAIT_LIMITS.keysPerWrite)
+      throw validationError('/attributes', TOO_MANY_TRAIT_KEYS);
+    checkAttributes(input.attributes);
+  }
   const identity = input.identity === undefined ? null : classifyIdentity(input.identity);
   if (input.identity !== undefined && !identity) {
     throw validationError(
@@ -224,11 +260,13 @@ export async function upsertProfile(
       if (input.first_name !== undefined) update.first_name = input.first_name;
       if (input.last_name !== undefined) update.last_name = input.last_name;
       if (input.attributes !== undefined) update.attributes = input.attributes as Record<string, Json>;
-      batch.applyTraits(profile, update, now.getTime(), source, now);
+      const traits = batch.applyTraits(profile, update, now.getTime(), source, now);
+      if (!traits.applied) throw validationError('/attributes', traits.reason);
       await batch.flush(tx);
       return profile.id;
     }),
   );
+  // Follows a merge that committed since (the profile answered is then the survivor).
   const row = await repo.getProfile(db, workspaceId, id);
   if (!row) throw notFound('profile');
   return presentProfile(row);
@@ -263,12 +301,12 @@ export async function eraseProfile(
   const view = await withRetry(() =>
     db.transaction(async (tx) => {
       const survivor = await resolveProfileId(tx, workspaceId, id);
-      const merged = await repo.listMergedIds(tx, workspaceId, survivor);
-      const all = [survivor, ...merged];
-      const locked = await repo.lockProfiles(tx, all);
-      if (locked.length !== all.length || locked.some((r) => r.id === survivor && r.merged_into !== null)) {
+      // The survivor and every profile merged into it, locked in the one order, all in one go.
+      const locked = await repo.lockProfiles(tx, [survivor]);
+      if (!locked.complete || locked.rows[0]?.merged_into !== null) {
         throw new StaleReadError('the profile changed before it was locked');
       }
+      const all = [survivor, ...locked.merged.map((r) => r.id)];
       if (opts.suppress) {
         const nodes = await graph.listNodesOfProfile(tx, workspaceId, survivor);
         await graph.insertSuppressions(
@@ -335,15 +373,15 @@ export async function listProfileEvents(
   id: string,
   page: PageRequest,
 ): Promise<Page<TimelineEventView>> {
-  const survivor = await resolveProfileId(db, workspaceId, id);
   const before =
     page.after && typeof page.after[0] === 'string' && typeof page.after[1] === 'number'
       ? { occurredAt: page.after[0], seq: page.after[1] }
       : null;
-  const rows = await repo.listProfileEvents(db, workspaceId, survivor, before, page.limit + 1);
+  const rows = await readFollowingMerges(db, workspaceId, id, (survivor) =>
+    repo.listProfileEvents(db, workspaceId, survivor, before, page.limit + 1),
+  );
   return toPage(
     codec,
-    'profile-events',
     page,
     rows,
     (r) => [iso(r.occurred_at), r.seq],
@@ -378,12 +416,12 @@ export async function listLineage(
   id: string,
   page: PageRequest,
 ): Promise<Page<LineageView>> {
-  const survivor = await resolveProfileId(db, workspaceId, id);
   const beforeSeq = page.after && typeof page.after[0] === 'number' ? page.after[0] : null;
-  const rows = await repo.listLineage(db, workspaceId, survivor, beforeSeq, page.limit + 1);
+  const rows = await readFollowingMerges(db, workspaceId, id, (survivor) =>
+    repo.listLineage(db, workspaceId, survivor, beforeSeq, page.limit + 1),
+  );
   return toPage(
     codec,
-    'profile-lineage',
     page,
     rows,
     (r) => [r.seq],

@@ -1,10 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  countTraitKeys,
   emptyTraits,
   type Json,
   type JsonObject,
+  jsonBytes,
   mergeTraits,
+  mergeTraitsInPlace,
   type TraitState,
   type TraitUpdate,
   timesOfProfile,
@@ -201,5 +204,153 @@ describe('attribute merge properties', () => {
         for (const k of Object.keys(s.attributes)) expect(after).toContain(k);
       }),
     );
+  });
+});
+
+describe('merging in place (the profile batch owns its states)', () => {
+  it('changes the state exactly as the pure merge computes it', () => {
+    fc.assert(
+      fc.property(history, update, time, (s, u, t) => {
+        const pure = mergeTraits(s, u, t);
+        const own = structuredClone(s);
+        const r = mergeTraitsInPlace(own, u, t);
+        expect(own).toEqual(pure.state);
+        expect(r.changes).toEqual(pure.changes);
+        expect(r.growth).toBe(pure.growth);
+        expect(r.moved).toBe(pure.state !== s);
+      }),
+    );
+  });
+
+  it('puts the state back exactly as it was when reverted', () => {
+    fc.assert(
+      fc.property(history, update, time, (s, u, t) => {
+        const own = structuredClone(s);
+        mergeTraitsInPlace(own, u, t).revert();
+        expect(own).toEqual(s);
+        expect(Object.keys(own.attributes)).toEqual(Object.keys(s.attributes));
+      }),
+    );
+  });
+
+  it('keeps the values of recorded changes apart from the state that later writes change', () => {
+    const own = emptyTraits();
+    const first = mergeTraitsInPlace(own, { attributes: { prefs: { news: true } } }, 1);
+    mergeTraitsInPlace(own, { attributes: { prefs: { sms: false } } }, 2);
+    expect(own.attributes.prefs).toEqual({ news: true, sms: false });
+    expect(first.changes).toEqual([{ path: '/attributes/prefs', old: null, new: { news: true } }]);
+  });
+});
+
+describe('attribute size and keys', () => {
+  it('knows how many bytes a write grows the attributes by: exactly, or one more per key it adds', () => {
+    fc.assert(
+      fc.property(history, update, time, (s, u, t) => {
+        const r = mergeTraits(s, u, t);
+        const real = jsonBytes(r.state.attributes) - jsonBytes(s.attributes);
+        expect(r.growth).toBeGreaterThanOrEqual(real);
+        expect(r.growth - real).toBeLessThanOrEqual(r.changes.length);
+      }),
+    );
+    const s = mergeTraits(emptyTraits(), { attributes: { plan: 'free', tags: ['a'] } }, 1).state;
+    expect(mergeTraits(s, { attributes: { plan: 'team', tags: 'b', new: 1 } }, 2).growth).toBe(
+      jsonBytes({ plan: 'team', tags: ['a', 'b'], new: 1 }) - jsonBytes(s.attributes),
+    );
+  });
+
+  it('counts keys at every depth, inside arrays too, and stops past the limit', () => {
+    expect(countTraitKeys({ a: 1, b: { c: [{ d: 1, e: 2 }, 3] } })).toBe(5);
+    expect(countTraitKeys({ a: [1, 2, 3] })).toBe(1);
+    const wide = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, i]));
+    expect(countTraitKeys(wide, 1000)).toBeGreaterThan(1000);
+  });
+});
+
+describe('the cost of a merge', () => {
+  /** A profile of `groups` × 1000 keys, each with its own recorded time. */
+  const profileOf = (groups: number): TraitState => {
+    const attrs = (v: number) =>
+      Object.fromEntries(
+        Array.from({ length: groups }, (_, g) => [
+          `g${g}`,
+          Object.fromEntries(Array.from({ length: 1000 }, (_, k) => [`k${k}`, v])),
+        ]),
+      );
+    const created = mergeTraits(emptyTraits(), { attributes: attrs(1) }, 1).state;
+    return mergeTraits(created, { attributes: attrs(2) }, 2).state;
+  };
+  /** 1000 keys: 900 changed values, a 99-key group replaced by a scalar, new keys. */
+  const write: TraitUpdate = {
+    attributes: {
+      g0: Object.fromEntries(Array.from({ length: 900 }, (_, k) => [`k${k}`, 3])),
+      g1: 'flattened',
+      fresh: Object.fromEntries(Array.from({ length: 98 }, (_, k) => [`n${k}`, 3])),
+    },
+  };
+  /** How many times a merge in place reads or writes the profile's field times. */
+  const fieldTimeOperations = (state: TraitState): number => {
+    let n = 0;
+    const count = (by = 1) => {
+      n += by;
+    };
+    const counted = new Proxy(state.field_times, {
+      get(t, p, r) {
+        count();
+        return Reflect.get(t, p, r);
+      },
+      set(t, p, v, r) {
+        count();
+        return Reflect.set(t, p, v, r);
+      },
+      deleteProperty(t, p) {
+        count();
+        return Reflect.deleteProperty(t, p);
+      },
+      has(t, p) {
+        count();
+        return Reflect.has(t, p);
+      },
+      ownKeys(t) {
+        count(Object.keys(t).length);
+        return Reflect.ownKeys(t);
+      },
+    });
+    const r = mergeTraitsInPlace({ ...state, field_times: counted }, write, 3);
+    expect(r.changes.length).toBe(900 + 1 + 1);
+    return n;
+  };
+
+  it('touches as many field times for a 1,000-key write on a 40,000-key profile as on a 5,000-key one', () => {
+    const small = fieldTimeOperations(profileOf(5));
+    const big = fieldTimeOperations(profileOf(40));
+    expect(big).toBe(small);
+    // In proportion to the write: a few operations per key written or replaced.
+    expect(small).toBeLessThan(10 * 1000);
+  });
+
+  it('grows linearly with the size of the write (8× the keys, far less than 64× the time)', () => {
+    const update = (keys: number, v: number): TraitUpdate => ({
+      attributes: Object.fromEntries(
+        Array.from({ length: keys / 100 }, (_, g) => [
+          `g${g}`,
+          Object.fromEntries(Array.from({ length: 100 }, (_, k) => [`k${k}`, v])),
+        ]),
+      ),
+    });
+    const cost = (keys: number): number => {
+      const s = mergeTraits(mergeTraits(emptyTraits(), update(keys, 1), 1).state, update(keys, 2), 2).state;
+      const u = update(keys, 3);
+      let best = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < 3; i++) {
+        const t0 = performance.now();
+        mergeTraits(s, u, 3);
+        best = Math.min(best, performance.now() - t0);
+      }
+      return best;
+    };
+    cost(5000); // warm-up
+    const ratio = cost(40_000) / cost(5000);
+    // Linear is ≈ 8; the quadratic merge this replaced measured ≈ 64 and more.
+    expect(ratio).toBeLessThan(24);
   });
 });

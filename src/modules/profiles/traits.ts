@@ -53,12 +53,59 @@ export interface MergeResult {
   /** The very same object as the input when neither a value nor a recorded time changed. */
   state: TraitState;
   changes: FieldChange[];
+  /**
+   * Bytes the attributes grew as JSON (negative when they shrank): `jsonBytes` after − before, plus
+   * one byte for each object that was empty before the write and gained keys (an upper bound that
+   * costs nothing to keep; measure the attributes when the exact size matters).
+   */
+  growth: number;
+}
+
+/**
+ * Limits that keep every trait write, and so every merge, small (docs/profiles.md, "Limits"): a write
+ * costs time in proportion to its keys, and each changed key is a lineage row.
+ */
+export const TRAIT_LIMITS = {
+  /** Keys of one write (an identify payload, a profile update), nested keys included. */
+  keysPerWrite: 1000,
+  /** Levels of nested objects and arrays in one write (checked by the profile API and the ingest rules). */
+  depth: 10,
+  /** A profile's attributes as JSON, in UTF-8 bytes. */
+  profileAttributesBytes: 256 * 1024,
+} as const;
+
+export const TOO_MANY_TRAIT_KEYS = `must hold at most ${TRAIT_LIMITS.keysPerWrite} trait keys, nested keys included (limit: trait keys per write)`;
+
+/**
+ * Counts the object keys of a value at every depth (inside arrays too); stops counting once past
+ * `max`, so a huge value costs no more than the limit it breaks.
+ */
+export function countTraitKeys(value: unknown, max = Number.POSITIVE_INFINITY): number {
+  let count = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      for (const x of v) if (typeof x === 'object' && x !== null) stack.push(x);
+      continue;
+    }
+    const keys = Object.keys(v);
+    count += keys.length;
+    if (count > max) return count;
+    for (const k of keys) {
+      const x = (v as Record<string, unknown>)[k];
+      if (typeof x === 'object' && x !== null) stack.push(x);
+    }
+  }
+  return count;
 }
 
 /** When the incoming value at a path was written: one time for an event, per path for a profile merge. */
 export type WriteTime = number | ((path: string) => number);
 
-const escapeKey = (k: string): string => k.replace(/~/g, '~0').replace(/\//g, '~1');
+const escapeKey = (k: string): string =>
+  k.includes('~') || k.includes('/') ? k.replace(/~/g, '~0').replace(/\//g, '~1') : k;
 export const pointer = (...keys: string[]): string => keys.map((k) => `/${escapeKey(k)}`).join('');
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -89,42 +136,99 @@ function cloneJson(v: Json): Json {
   return v;
 }
 
-/** One merge in progress: the field times it updates and the changes it records. */
+/**
+ * One merge in progress: the field times it updates and the changes it records.
+ *
+ * Cost is linear in the size of the write, not of the profile: every path is looked up in
+ * `field_times` by key, and the times under a path (needed only when an object is replaced) are
+ * found by walking that object, because the merger records times only at object keys it descended
+ * through. (Scanning the whole map for every changed path made a 20,000-key write take 18 s.)
+ */
 interface Ctx {
   times: FieldTimes;
   timeOf: (path: string) => number;
   changes: FieldChange[];
   /** Set when a recorded time moved (a write can raise a time without changing a value). */
   timesMoved: boolean;
+  /**
+   * In place (the caller owns the state): how to put back each write, in order. Null for the pure
+   * merge, which copies what it changes instead.
+   */
+  undo: Array<() => void> | null;
+  /** How many bytes `attributes` grew as JSON (negative when it shrank), see MergeResult.growth. */
+  growth: number;
+}
+
+/** UTF-8 bytes of a value as JSON: what a profile's attributes size limit counts. */
+export function jsonBytes(v: Json): number {
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v).length : 4;
+  if (typeof v === 'boolean') return v ? 4 : 5;
+  if (v === null) return 4;
+  return Buffer.byteLength(JSON.stringify(v));
 }
 
 const storedTime = (m: Ctx, path: string, inherited: number): number => m.times[path] ?? inherited;
 
+function setTime(m: Ctx, path: string, t: number | undefined): void {
+  const times = m.times;
+  if (m.undo) {
+    const before = times[path];
+    m.undo.push(() => {
+      if (before === undefined) delete times[path];
+      else times[path] = before;
+    });
+  }
+  if (t === undefined) delete times[path];
+  else times[path] = t;
+}
+
+/** Calls `fn` for each time recorded under `path`, whose value is the object `value`. */
+function eachTimeUnder(m: Ctx, value: JsonObject, path: string, fn: (p: string, t: number) => void): void {
+  for (const key of Object.keys(value)) {
+    const child = `${path}/${escapeKey(key)}`;
+    const t = m.times[child];
+    if (t !== undefined) fn(child, t);
+    const v = value[key];
+    if (isObject(v)) eachTimeUnder(m, v, child, fn);
+  }
+}
+
 /** The newest write anywhere at or under `path`: what a shape change must beat. */
-function subtreeTime(m: Ctx, path: string, inherited: number): number {
+function subtreeTime(m: Ctx, cur: Json, path: string, inherited: number): number {
   let max = storedTime(m, path, inherited);
-  const prefix = `${path}/`;
-  for (const [p, t] of Object.entries(m.times)) if (t > max && p.startsWith(prefix)) max = t;
+  if (isObject(cur))
+    eachTimeUnder(m, cur, path, (_, t) => {
+      if (t > max) max = t;
+    });
   return max;
 }
 
-/** Records `t` at `path`, forgetting the times under it (its subtree is being replaced). */
-function stamp(m: Ctx, path: string, t: number): void {
-  const prefix = `${path}/`;
-  for (const p of Object.keys(m.times)) if (p.startsWith(prefix)) delete m.times[p];
-  m.times[path] = t;
+/** Records `t` at `path`, forgetting the times under it (its subtree, `cur`, is being replaced). */
+function stamp(m: Ctx, cur: Json | undefined, path: string, t: number): void {
+  if (cur !== undefined && isObject(cur)) {
+    const under: string[] = [];
+    eachTimeUnder(m, cur, path, (p) => under.push(p));
+    for (const p of under) setTime(m, p, undefined);
+  }
+  setTime(m, path, t);
   m.timesMoved = true;
 }
 
 /** Raises the recorded time without changing the value (an equal or combining write). */
 function touch(m: Ctx, path: string, t: number, inherited: number): void {
   if (t > storedTime(m, path, inherited)) {
-    m.times[path] = t;
+    setTime(m, path, t);
     m.timesMoved = true;
   }
 }
 
-/** Merges `incoming` into `existing`; returns `existing` itself when nothing changed. */
+/**
+ * A value as it goes into a change record. In place, an object stored in the profile may later be
+ * merged into by another write of the same batch; the change record keeps its own copy.
+ */
+const recorded = (m: Ctx, v: Json): Json => (m.undo && isObject(v) ? cloneJson(v) : v);
+
+/** Merges `incoming` into `existing`; returns `existing` itself when nothing changed (or in place). */
 function mergeObject(m: Ctx, existing: JsonObject, incoming: JsonObject, base: string, inherited: number) {
   let out: JsonObject | null = null;
   for (const key of Object.keys(incoming)) {
@@ -134,7 +238,18 @@ function mergeObject(m: Ctx, existing: JsonObject, incoming: JsonObject, base: s
     const path = `${base}/${escapeKey(key)}`;
     const cur = Object.hasOwn(existing, key) ? existing[key] : undefined;
     const next = mergeValue(m, cur, inc, path, inherited);
-    if (next !== cur) {
+    if (next === cur) continue;
+    // `,"key":value`; the comma is counted even for an object's first key: knowing whether an object
+    // is empty would cost time in proportion to its keys (V8 lists them all), this costs one byte.
+    if (cur === undefined) m.growth += 1 + jsonBytes(key) + 1 + jsonBytes(next);
+    if (m.undo) {
+      const target = existing;
+      m.undo.push(() => {
+        if (cur === undefined) delete target[key];
+        else target[key] = cur;
+      });
+      existing[key] = next;
+    } else {
       out ??= { ...existing };
       out[key] = next;
     }
@@ -147,21 +262,24 @@ function mergeValue(m: Ctx, cur: Json | undefined, inc: Json, path: string, inhe
   const t = m.timeOf(path);
   if (cur === undefined) {
     const value = cloneJson(inc);
-    stamp(m, path, t);
-    m.changes.push({ path, old: null, new: value });
+    stamp(m, cur, path, t);
+    m.changes.push({ path, old: null, new: recorded(m, value) });
     return value;
   }
   if (isObject(cur) && isObject(inc)) return mergeObject(m, cur, inc, path, storedTime(m, path, inherited));
   if (Array.isArray(inc) && Array.isArray(cur)) return replace(m, cur, inc, path, t, inherited);
   if (Array.isArray(inc) && cur !== null && !isObject(cur)) {
     const next = inc.some((x) => deepEqual(x, cur)) ? inc : [cur, ...inc];
-    return combine(m, cur, cloneJson(next), path, t, inherited);
+    const value = cloneJson(next);
+    m.growth += jsonBytes(value) - jsonBytes(cur);
+    return combine(m, cur, value, path, t, inherited);
   }
   if (Array.isArray(cur) && inc !== null && !isObject(inc)) {
     if (cur.some((x) => deepEqual(x, inc))) {
       touch(m, path, t, inherited);
       return cur;
     }
+    m.growth += (cur.length > 0 ? 1 : 0) + jsonBytes(inc);
     return combine(m, cur, [...cur, inc], path, t, inherited);
   }
   return replace(m, cur, inc, path, t, inherited);
@@ -169,15 +287,15 @@ function mergeValue(m: Ctx, cur: Json | undefined, inc: Json, path: string, inhe
 
 /** Overwrite, only by a strictly newer write than anything stored at or under the path. */
 function replace(m: Ctx, cur: Json, inc: Json, path: string, t: number, inherited: number): Json {
-  const newest = isObject(cur) ? subtreeTime(m, path, inherited) : storedTime(m, path, inherited);
-  if (!(t > newest)) return cur;
+  if (!(t > subtreeTime(m, cur, path, inherited))) return cur;
   if (deepEqual(cur, inc)) {
     touch(m, path, t, inherited);
     return cur;
   }
   const value = cloneJson(inc);
-  stamp(m, path, t);
-  m.changes.push({ path, old: cur, new: value });
+  stamp(m, cur, path, t);
+  m.growth += jsonBytes(value) - jsonBytes(cur);
+  m.changes.push({ path, old: cur, new: recorded(m, value) });
   return value;
 }
 
@@ -191,31 +309,87 @@ function combine(m: Ctx, cur: Json, next: Json, path: string, t: number, inherit
 const toTimeFn = (time: WriteTime): ((path: string) => number) =>
   typeof time === 'number' ? () => time : time;
 
-/** Applies one write (an identify event's traits, an API update, a merged profile) to a profile. */
-export function mergeTraits(state: TraitState, update: TraitUpdate, time: WriteTime): MergeResult {
-  const m: Ctx = { times: { ...state.field_times }, timeOf: toTimeFn(time), changes: [], timesMoved: false };
-  const next: TraitState = { ...state, field_times: m.times };
+/** Runs one write into `next` (the state itself in place, else a copy of it). */
+function applyWrite(m: Ctx, state: TraitState, next: TraitState, update: TraitUpdate): void {
   for (const field of PROFILE_FIELDS) {
     const inc = update[field];
     if (inc === undefined) continue;
     const path = `/${field}`;
+    const cur = state[field];
     // Profile fields are plain columns: always scalar onto scalar (rule 6), an absent value included.
-    next[field] = replace(m, state[field], inc, path, m.timeOf(path), Number.NEGATIVE_INFINITY) as
-      | string
-      | null;
+    const value = replace(m, cur, inc, path, m.timeOf(path), Number.NEGATIVE_INFINITY) as string | null;
+    if (value === cur) continue;
+    if (m.undo) m.undo.push(() => (next[field] = cur));
+    next[field] = value;
   }
+  // Only the attributes count towards their size (the fields are columns of their own).
+  m.growth = 0;
   if (update.attributes && isObject(update.attributes)) {
-    const attributes = mergeObject(
+    next.attributes = mergeObject(
       m,
       state.attributes,
       update.attributes,
       '/attributes',
       Number.NEGATIVE_INFINITY,
     );
-    next.attributes = attributes;
   }
-  if (m.changes.length === 0 && !m.timesMoved) return { state, changes: [] };
-  return { state: next, changes: m.changes };
+}
+
+/** Applies one write (an identify event's traits, an API update, a merged profile) to a profile. */
+export function mergeTraits(state: TraitState, update: TraitUpdate, time: WriteTime): MergeResult {
+  const m: Ctx = {
+    times: { ...state.field_times },
+    timeOf: toTimeFn(time),
+    changes: [],
+    timesMoved: false,
+    undo: null,
+    growth: 0,
+  };
+  const next: TraitState = { ...state, field_times: m.times };
+  applyWrite(m, state, next, update);
+  if (m.changes.length === 0 && !m.timesMoved) return { state, changes: [], growth: 0 };
+  return { state: next, changes: m.changes, growth: m.growth };
+}
+
+export interface InPlaceMergeResult {
+  changes: FieldChange[];
+  /** True when a value or a recorded time changed. */
+  moved: boolean;
+  /** As MergeResult.growth. */
+  growth: number;
+  /** Puts the state back exactly as it was before this write. */
+  revert(): void;
+}
+
+/**
+ * mergeTraits for a caller that owns `state` (every object in it, and `field_times`): the write
+ * changes it in place, so its cost is that of the write alone, never a copy of a big profile. Values
+ * in `changes` are the caller's to keep: later writes never alter them.
+ */
+export function mergeTraitsInPlace(
+  state: TraitState,
+  update: TraitUpdate,
+  time: WriteTime,
+): InPlaceMergeResult {
+  const undo: Array<() => void> = [];
+  const m: Ctx = {
+    times: state.field_times,
+    timeOf: toTimeFn(time),
+    changes: [],
+    timesMoved: false,
+    undo,
+    growth: 0,
+  };
+  applyWrite(m, state, state, update);
+  return {
+    changes: m.changes,
+    moved: m.changes.length > 0 || m.timesMoved,
+    growth: m.growth,
+    revert() {
+      for (let i = undo.length - 1; i >= 0; i--) undo[i]!();
+      undo.length = 0;
+    },
+  };
 }
 
 export const emptyTraits = (): TraitState => ({
