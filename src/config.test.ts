@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       workerBatchSize: null,
       shutdownTimeoutMs: 10_000,
       bodyTimeoutMs: 60_000,
+      databaseStatementTimeoutMs: 5_000,
     });
   });
 
@@ -51,11 +52,13 @@ describe('loadConfig', () => {
       WORKER_BATCH_SIZE: '64',
       SHUTDOWN_TIMEOUT_MS: '5000',
       BODY_TIMEOUT_MS: '120000',
+      DATABASE_STATEMENT_TIMEOUT_MS: '30000',
     });
     expect(c).toMatchObject({
       workerBatchSize: 64,
       shutdownTimeoutMs: 5000,
       bodyTimeoutMs: 120_000,
+      databaseStatementTimeoutMs: 30_000,
       port: 9000,
       host: 'localhost',
       role: 'worker',

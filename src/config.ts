@@ -27,6 +27,11 @@ const ConfigSchema = Type.Object({
   shutdownTimeoutMs: Type.Integer({ minimum: 0 }),
   /** A request (headers and body) must arrive whole within this time, or 408 and the connection closes. */
   bodyTimeoutMs: Type.Integer({ minimum: 1000 }),
+  /**
+   * Longest a PostgreSQL statement may run before the client gives up and drops its connection: the
+   * bound on a request or worker waiting on a database that hangs (platform/db/postgres.ts).
+   */
+  databaseStatementTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000 }),
   /** Events one worker claims per transaction; null = the engine's default (processing.worker.ts). */
   workerBatchSize: Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()]),
 });
@@ -67,6 +72,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel: env.LOG_LEVEL || 'info',
     shutdownTimeoutMs: toInt('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 10_000),
     bodyTimeoutMs: toInt('BODY_TIMEOUT_MS', env.BODY_TIMEOUT_MS, 60_000),
+    databaseStatementTimeoutMs: toInt(
+      'DATABASE_STATEMENT_TIMEOUT_MS',
+      env.DATABASE_STATEMENT_TIMEOUT_MS,
+      5_000, // POSTGRES_QUERY_TIMEOUT_MS
+    ),
     workerBatchSize: env.WORKER_BATCH_SIZE ? toInt('WORKER_BATCH_SIZE', env.WORKER_BATCH_SIZE, 0) : null,
   };
   const errors = [...Value.Errors(ConfigSchema, candidate)];
@@ -112,6 +122,7 @@ const ENV_NAMES: Record<string, string> = {
   shutdownTimeoutMs: 'SHUTDOWN_TIMEOUT_MS',
   bodyTimeoutMs: 'BODY_TIMEOUT_MS',
   workerBatchSize: 'WORKER_BATCH_SIZE',
+  databaseStatementTimeoutMs: 'DATABASE_STATEMENT_TIMEOUT_MS',
 };
 
 function envNameOf(instancePath: string): string {
