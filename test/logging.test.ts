@@ -163,38 +163,29 @@ describe(`request log lines (${ENGINE})`, () => {
     expectNoPii(JSON.stringify(line));
   });
 
-  it('logs a client hanging up mid-body at info, without a stack, and nothing at error', async () => {
-    const before = capture.lines.length;
-    const socket = net.connect(port, '127.0.0.1');
-    await new Promise<void>((r) => socket.once('connect', () => r()));
-    socket.write(
-      `POST /api/ingest HTTP/1.1\r\nHost: x\r\nX-API-Key: ${svc.ws.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 30000\r\n\r\n{"event_type":`,
-    );
-    await new Promise((r) => setTimeout(r, 200));
-    socket.resetAndDestroy();
-    await waitFor(() => capture.lines.slice(before).some((l) => l.msg === 'connection closed mid-request'));
-    await new Promise((r) => setTimeout(r, 100));
-    const lines = capture.lines.slice(before);
-    const line = lines.find((l) => l.msg === 'connection closed mid-request')!;
-    expect(line.level).toBe(30);
-    expect(line).toMatchObject({ method: 'POST', path: '/api/ingest' });
-    expect(JSON.stringify(line)).not.toContain('stack');
-    expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
-  });
-
-  it('does the same when the client closes its side mid-body (FIN, not reset)', async () => {
-    const before = capture.lines.length;
-    const socket = net.connect(port, '127.0.0.1');
-    await new Promise<void>((r) => socket.once('connect', () => r()));
-    socket.write(
-      `POST /api/ingest HTTP/1.1\r\nHost: x\r\nX-API-Key: ${svc.ws.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 30000\r\n\r\n{"event_type":`,
-    );
-    await new Promise((r) => setTimeout(r, 200));
-    socket.end();
-    await waitFor(() => capture.lines.slice(before).some((l) => l.msg === 'connection closed mid-request'));
-    await new Promise((r) => setTimeout(r, 100));
-    socket.destroy();
-    const lines = capture.lines.slice(before);
-    expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
-  });
+  it.each([
+    ['resets the connection', (s: net.Socket) => s.resetAndDestroy()],
+    ['closes its side (FIN)', (s: net.Socket) => s.end()],
+  ])(
+    'logs a client that %s mid-body at info, without a stack, and nothing at error',
+    async (_how, hangUp) => {
+      const before = capture.lines.length;
+      const socket = net.connect(port, '127.0.0.1');
+      await new Promise<void>((r) => socket.once('connect', () => r()));
+      socket.write(
+        `POST /api/ingest HTTP/1.1\r\nHost: x\r\nX-API-Key: ${svc.ws.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 30000\r\n\r\n{"event_type":`,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      hangUp(socket);
+      await waitFor(() => capture.lines.slice(before).some((l) => l.msg === 'connection closed mid-request'));
+      await new Promise((r) => setTimeout(r, 100));
+      socket.destroy();
+      const lines = capture.lines.slice(before);
+      const line = lines.find((l) => l.msg === 'connection closed mid-request')!;
+      expect(line.level).toBe(30);
+      expect(line).toMatchObject({ method: 'POST', path: '/api/ingest' });
+      expect(JSON.stringify(line)).not.toContain('stack');
+      expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
+    },
+  );
 });
