@@ -139,6 +139,10 @@ describe(`request log lines (${ENGINE})`, () => {
       await svc.rt.deps.db.query('SELECT $1::jsonb', ['{"first_name":"Grace","ssn":"123-45-6789" oops']);
       return { status: 'never' };
     });
+    // A route whose storage is down, as every route is during an outage.
+    app.get('/test/unavailable', { config: { auth: 'public' } }, async () => {
+      throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '08006' });
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = (app.server.address() as AddressInfo).port;
   });
@@ -161,6 +165,21 @@ describe(`request log lines (${ENGINE})`, () => {
     expect(line).toMatchObject({ method: 'POST', path: '/test/fails' });
     expect(line.err).toMatchObject({ type: 'DatabaseError', code: '22P02' });
     expectNoPii(JSON.stringify(line));
+  });
+
+  it('logs a 503 for unavailable storage as one warn line without a stack, not as an error', async () => {
+    const before = capture.lines.length;
+    const res = await fetch(`http://127.0.0.1:${port}/test/unavailable`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBeTruthy();
+    await waitFor(() => capture.lines.slice(before).some((l) => l.msg === 'request answered 503'));
+    const lines = capture.lines.slice(before);
+    const line = lines.find((l) => l.msg === 'request answered 503')!;
+    expect(line.level).toBe(40);
+    expect(line).toMatchObject({ method: 'GET', path: '/test/unavailable' });
+    expect(line.reqId).not.toBe('');
+    expect(JSON.stringify(line)).not.toContain('stack');
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
   });
 
   it.each([

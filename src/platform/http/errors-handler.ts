@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isStorageUnavailable } from '../db/errors';
 import { AppError, type ErrorCode, type ErrorDetail, toEnvelope } from '../errors';
+import { describeError } from '../logger';
 import type { RouteRegistry } from './route-registry';
 
 interface AjvLikeError {
@@ -116,8 +117,12 @@ export function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyRe
     return reply.code(400).header('connection', 'close').send();
   }
   const appErr = toAppError(err);
-  if (appErr.status >= 500)
-    req.log.error({ err, method: req.method, path: echoPath(req.url) }, 'request failed');
+  const where = { method: req.method, path: echoPath(req.url) };
+  if (appErr.code === 'UNAVAILABLE') {
+    // Expected while storage is down or the process drains, once per request: one line, no stack
+    // (an outage would otherwise log hundreds of identical stacks).
+    req.log.warn({ ...where, cause: describeError(appErr.cause ?? err) }, 'request answered 503');
+  } else if (appErr.status >= 500) req.log.error({ err, ...where }, 'request failed');
   else req.log.debug({ code: appErr.code }, 'request refused');
   if (appErr.headers) void reply.headers(appErr.headers);
   return reply.code(appErr.status).type('application/json; charset=utf-8').send(toEnvelope(appErr));
