@@ -6,13 +6,37 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
  * current stretch has run `sliceMs`, it waits one turn of the event loop, so requests that arrived
  * meanwhile (a /health probe, an ingest) are served before the work goes on.
  */
-export function createYielder(sliceMs = 8): () => Promise<void> {
+export function createYielder(sliceMs = 8): Yielder {
   let since = performance.now();
-  return async () => {
-    if (performance.now() - since < sliceMs) return;
+  const due = () => performance.now() - since >= sliceMs;
+  const yieldNow = async () => {
+    if (!due()) return;
     await nextTurn();
     since = performance.now();
   };
+  return Object.assign(yieldNow, { due });
+}
+
+/**
+ * A yielder, and whether calling it now would wait: a loop of many tiny units (one batch item's
+ * validation is ≈ 1.5 µs) checks `due()` and skips the `await` of the ones that would not.
+ */
+export type Yielder = (() => Promise<void>) & { due(): boolean };
+
+const yielders = new WeakMap<object, Yielder>();
+
+/**
+ * The yielder of one unit of work whose steps live in different functions (a request's body
+ * parser, then its validation): one clock for all of them, so each step does not start a fresh
+ * slice of its own on top of the last one's.
+ */
+export function yielderFor(work: object, sliceMs = 8): Yielder {
+  let y = yielders.get(work);
+  if (!y) {
+    y = createYielder(sliceMs);
+    yielders.set(work, y);
+  }
+  return y;
 }
 
 /**

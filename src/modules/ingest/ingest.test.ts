@@ -1,9 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import type { FastifySchemaValidationError } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../../test/harness';
+import { validationDetails } from '../../platform/http/errors-handler';
 import { newSortableId } from '../../platform/ids';
 import { updateSettings } from '../workspaces/workspaces.repo';
 import type { NewEventRow } from './ingest.repo';
+import { checkBatchItems } from './ingest.routes';
+import { checkBatch } from './ingest.rules';
+import { IngestBatchSchema } from './ingest.schemas';
 import { createEventWriter } from './ingest.service';
 
 let svc: TestService;
@@ -293,6 +299,26 @@ describe('POST /tenant/ingest/batch', () => {
     expect(await countEvents()).toBe(before);
   });
 
+  it('stores a batch of several MiB, parsed, validated and serialized in slices, exactly as sent', async () => {
+    const events = Array.from({ length: 300 }, (_, i) =>
+      track({
+        event_name: `big ${i}`,
+        payload: { i, text: `${i} ${'é'.repeat(4000)} ☕`, list: [i, { n: -(i + 1) }] },
+      }),
+    );
+    const body = JSON.stringify(events);
+    // Over the sliced-parsing threshold in bytes, over the one-go serialization bound in characters.
+    expect(Buffer.byteLength(body)).toBeGreaterThan(2 * 1024 * 1024);
+    expect(body.length).toBeGreaterThan(1024 * 1024);
+    const res = await svc.call('POST', '/tenant/ingest/batch', { key: ingestKey, rawBody: body });
+    expect(res.status, res.text.slice(0, 300)).toBe(202);
+    const rows = await stored(res.body.event_ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    expect(res.body.event_ids.map((id: string) => byId.get(id)?.payload)).toEqual(
+      events.map((e) => e.payload),
+    );
+  });
+
   it('charges the batch tier per event and answers 429 with Retry-After when it is spent', async () => {
     const other = await svc.newWorkspace('limited');
     await updateSettings(svc.rt.deps.db, other.id, { rate_limits: { batch_events_per_minute: 5 } });
@@ -311,6 +337,92 @@ describe('POST /tenant/ingest/batch', () => {
     expect(second.body.error_code).toBe('RATE_LIMITED');
     expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
     expect(await countEvents('workspace_id = $1', [other.id])).toBe(3);
+  });
+});
+
+describe('batch validation, item by item', () => {
+  type Check = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null };
+  const compile = (schema: object) =>
+    svc.app.validatorCompiler!({
+      schema,
+      method: 'POST',
+      url: '/tenant/ingest/batch',
+      httpPart: 'body',
+    }) as Check;
+  const noWait = async () => {};
+
+  /** How the batch route validated before: the whole array at once, then checkBatch, sorted by item. */
+  const wholeArray = (body: unknown[], now: number) => {
+    const check = compile(IngestBatchSchema);
+    const schemaErrors = check(body) ? [] : (check.errors ?? []);
+    const refused = new Set(schemaErrors.map((e) => e.instancePath));
+    const extra = checkBatch(body, now).filter((e) => !refused.has(e.instancePath));
+    const itemIndex = (path: string) => Number(/^\/(\d+)/.exec(path)?.[1] ?? -1);
+    return [...schemaErrors, ...(extra as unknown as FastifySchemaValidationError[])].sort(
+      (a, b) => itemIndex(a.instancePath) - itemIndex(b.instancePath),
+    );
+  };
+  const shape = (errors: FastifySchemaValidationError[]) =>
+    errors.map(({ instancePath, keyword, message, params }) => ({ instancePath, keyword, message, params }));
+
+  it('reports exactly what validating the whole array at once reported (property)', async () => {
+    const text = fc.oneof(fc.string({ maxLength: 5 }), fc.constant(''), fc.constant('x'.repeat(201)));
+    const event = fc.record(
+      {
+        event_type: fc.oneof(fc.constantFrom('track', 'page', 'identify', 'order', 'click'), fc.integer()),
+        event_name: text,
+        anonymous_id: fc.oneof(fc.uuid(), text),
+        identity: fc.oneof(text, fc.constant('  ')),
+        payload: fc.oneof(
+          fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }),
+          fc.record(
+            {
+              order_id: fc.oneof(text, fc.integer()),
+              total: fc.oneof(fc.double(), fc.constant(-1), fc.constant(12.5)),
+              currency: fc.constantFrom('usd', 'EURO', 3),
+              status: fc.constantFrom('completed', 'lost'),
+              items: fc.oneof(
+                fc.array(fc.record({ product_id: text, price: fc.double(), quantity: fc.integer() }), {
+                  maxLength: 3,
+                }),
+                fc.constant('none'),
+              ),
+            },
+            { requiredKeys: [] },
+          ),
+          fc.constant(JSON.parse(`{"a":${'{"b":'.repeat(12)}1${'}'.repeat(12)}}`)),
+          fc.constant([1]),
+        ),
+        timestamp: fc.oneof(
+          fc.constantFrom('2024-05-01T12:00:00Z', '1969-12-31T23:59:59Z', '2999-01-01T00:00:00Z', 'soon', ''),
+          fc.integer(),
+        ),
+        message_id: text,
+        extra: fc.jsonValue({ maxDepth: 1 }),
+      },
+      { requiredKeys: [] },
+    );
+    const item = fc.oneof({ weight: 5, arbitrary: event }, fc.jsonValue({ maxDepth: 2 }));
+    const now = Date.now();
+    await fc.assert(
+      fc.asyncProperty(fc.array(item, { minLength: 1, maxLength: 12 }), async (body) => {
+        const before = wholeArray(body, now);
+        const after = await checkBatchItems(body, compile(IngestBatchSchema.items), now, noWait);
+        expect(shape(after)).toEqual(shape(before));
+        expect(validationDetails(after)).toEqual(validationDetails(before));
+      }),
+      { seed: 12, numRuns: 500 },
+    );
+  });
+
+  it('gives the clock a look after every item', async () => {
+    let looks = 0;
+    const body = Array.from({ length: 30 }, () => track());
+    const errors = await checkBatchItems(body, compile(IngestBatchSchema.items), Date.now(), async () => {
+      looks++;
+    });
+    expect(errors).toEqual([]);
+    expect(looks).toBe(30);
   });
 });
 

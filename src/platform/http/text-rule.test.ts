@@ -96,4 +96,19 @@ describe('the text rule', () => {
       { seed: 7, numRuns: 1000 },
     );
   });
+
+  it('finds the same offset whatever the chunks the native check is given (property)', () => {
+    // Valid characters of every length, and now and then a bad byte, so chunk ends fall everywhere.
+    const piece = fc.oneof(
+      fc.constantFrom('a', 'é', '€', '😀').map((c) => [...Buffer.from(c)]),
+      fc.constantFrom([0xff], [0x80], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xc0, 0x80]),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 30 }), fc.integer({ min: 1, max: 9 }), (pieces, chunk) => {
+        const bytes = Uint8Array.from(pieces.flat());
+        expect(firstInvalidUtf8(bytes, chunk)).toBe(firstInvalidUtf8(bytes, Number.POSITIVE_INFINITY));
+      }),
+      { seed: 8, numRuns: 2000 },
+    );
+  });
 });
