@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { type Db, isStorageUnavailable } from '../../platform/db';
+import { type Db, isDataError, isStorageUnavailable } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newSortableId } from '../../platform/ids';
 import type { ResolvedKey } from '../api-keys/api-keys.service';
@@ -42,12 +42,6 @@ const unavailable = (why: string) =>
   });
 
 const messageKey = (workspaceId: string, messageId: string) => `${workspaceId} ${messageId}`;
-
-/** SQLSTATE classes caused by the data of some row (not by the connection or the server). */
-const isDataError = (err: unknown): boolean => {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
-};
 
 /**
  * Writes the rows of several requests with one INSERT and resolves each request's ids.

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { type Db, isStorageUnavailable } from '../../platform/db';
+import { type Db, isContention as isDbContention, isStorageUnavailable } from '../../platform/db';
 import { describeError } from '../../platform/logger';
 import type { WorkerModule } from '../../worker';
 import { StaleReadError } from '../profiles/profile-batch';
@@ -56,14 +56,9 @@ export const CONCURRENCY = { postgres: 2, pglite: 1 } as const;
 /** Longest pause between two attempts while the database is unavailable: recovery within this. */
 export const MAX_OUTAGE_BACKOFF_MS = 2000;
 
-/** Serialization failure, deadlock, lock not available, and a unique race with another writer. */
-const CONTENTION_CODES = new Set(['40001', '40P01', '55P03', '23505']);
-
-/** A failure caused by concurrent writers, which the same batch may not meet again. */
+/** A failure caused by concurrent writers (or a stale read), which the same batch may not meet again. */
 export function isContention(err: unknown): boolean {
-  if (err instanceof StaleReadError) return true;
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && CONTENTION_CODES.has(code);
+  return err instanceof StaleReadError || isDbContention(err);
 }
 
 /** Logged and kept as dead-letter reasons: without the values a database error may quote. */

@@ -1,5 +1,36 @@
 /**
- * The one classifier of storage failures, shared by the HTTP error handler (503 UNAVAILABLE with
+ * The one place that classifies database errors. Callers ask the question they act on:
+ * - isStorageUnavailable: the database could not answer; retry later, never blame the data;
+ * - isConflict: the transaction lost a race and was rolled back; run it again at once;
+ * - isContention: a conflict, or a lock or unique-key race with another writer;
+ * - isDataError: the rows themselves were refused (SQLSTATE classes 22 and 23).
+ */
+
+const sqlstate = (err: unknown): string | null => {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : null;
+};
+
+/** Serialization failure and deadlock: PostgreSQL rolled back, and the same work may simply run again. */
+export function isConflict(err: unknown): boolean {
+  const code = sqlstate(err);
+  return code === '40001' || code === '40P01';
+}
+
+/** A conflict, a lock not available (55P03) or a unique-key race with another writer (23505). */
+export function isContention(err: unknown): boolean {
+  const code = sqlstate(err);
+  return isConflict(err) || code === '55P03' || code === '23505';
+}
+
+/** Refused because of what some row holds (data exception, integrity constraint violation). */
+export function isDataError(err: unknown): boolean {
+  const code = sqlstate(err);
+  return code !== null && (code.startsWith('22') || code.startsWith('23'));
+}
+
+/**
+ * Storage failures, shared by the HTTP error handler (503 UNAVAILABLE with
  * Retry-After instead of 500), the ingest writer and the processing worker (retry forever, never
  * dead-letter). "Unavailable" means the statement did not fail because of what it asked: the
  * database could not be reached, went away, or did not answer in time, and the same request may

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../errors';
-import { isRetryableConflict, retryConflicts } from './retry';
+import { isConflict } from './errors';
+import { retryConflicts } from './retry';
 
 const pgError = (code: string) => Object.assign(new Error(code), { code });
 
@@ -31,8 +32,8 @@ describe('retryConflicts', () => {
       ),
     ).rejects.toMatchObject({ code: '23503' });
     expect(runs).toBe(3);
-    expect(isRetryableConflict(pgError('23505'))).toBe(false);
-    expect(isRetryableConflict(new AppError('CONFLICT', 'x'))).toBe(false);
+    expect(isConflict(pgError('23505'))).toBe(false);
+    expect(isConflict(new AppError('CONFLICT', 'x'))).toBe(false);
   });
 
   it('gives up after the bounded tries with a 503 and Retry-After, keeping the cause', async () => {

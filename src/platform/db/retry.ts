@@ -1,4 +1,5 @@
 import { AppError } from '../errors';
+import { isConflict } from './errors';
 
 /**
  * Bounded retry of a transaction that lost a race with another one. Writers lock profiles in one
@@ -8,18 +9,6 @@ import { AppError } from '../errors';
  * PostgreSQL has already rolled the transaction back when it reports these, so running the whole
  * unit of work again from its first read is always safe.
  */
-
-/** SQLSTATEs after which the same transaction may simply be run again. */
-const RETRYABLE_SQLSTATES = new Set([
-  '40001', // serialization_failure
-  '40P01', // deadlock_detected
-]);
-
-export function isRetryableConflict(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && RETRYABLE_SQLSTATES.has(code);
-}
 
 export interface RetryOptions {
   /** Attempts in all, the first included. */
@@ -45,7 +34,7 @@ export async function retryConflicts<T>(fn: () => Promise<T>, opts: RetryOptions
     try {
       return await fn();
     } catch (err) {
-      const retryable = isRetryableConflict(err) || (opts.retryOn?.(err) ?? false);
+      const retryable = isConflict(err) || (opts.retryOn?.(err) ?? false);
       if (!retryable) throw err;
       if (attempt >= tries) {
         throw new AppError('UNAVAILABLE', 'too many concurrent changes to the same data; try again', {
