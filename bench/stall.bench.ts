@@ -81,6 +81,21 @@ const expectStatus = (res: Sent, status: number, what: string) => {
     );
 };
 
+/** Sends a batch that must be accepted, then waits until the worker has applied it to the profile. */
+async function applyBatch(
+  url: string,
+  key: string,
+  body: string,
+  identity: string,
+  applied: (p: Parameters<Parameters<typeof waitForProfile>[3]>[0]) => boolean,
+  timeoutMs: number,
+): Promise<Outcome> {
+  const res = await send(url, key, 'POST', '/tenant/ingest/batch', body);
+  expectStatus(res, 202, `batch for ${identity}`);
+  await waitForProfile(url, key, identity, applied, timeoutMs);
+  return { what: `${(body.length / 1e6).toFixed(1)} MB, 202 in ${res.ms.toFixed(0)} ms, then applied` };
+}
+
 async function runEngine(svc: Service): Promise<void> {
   const key = svc.adminKey;
   const url = svc.url;
@@ -127,18 +142,16 @@ async function runEngine(svc: Service): Promise<void> {
 
   // 4. The largest version of it the limits accept.
   const accepted = JSON.stringify(identifyBatch('ninety-1000@example.com', 90, 1000));
-  await measure(svc, 'a batch of 90 identify events × 1,000 traits, applied', async () => {
-    const res = await send(url, key, 'POST', '/tenant/ingest/batch', accepted);
-    expectStatus(res, 202, 'batch');
-    await waitForProfile(
+  await measure(svc, 'a batch of 90 identify events × 1,000 traits, applied', () =>
+    applyBatch(
       url,
       key,
+      accepted,
       'ninety-1000@example.com',
       (p) => p.attributes[traitName(999)] === 89,
       300_000,
-    );
-    return { what: `${(accepted.length / 1e6).toFixed(1)} MB, 202 in ${res.ms.toFixed(0)} ms, then applied` };
-  });
+    ),
+  );
 
   // 5. Every limit at once, on the 20,000-key profile.
   const from = Date.now() + 60_000;
@@ -163,20 +176,15 @@ async function runEngine(svc: Service): Promise<void> {
   await measure(
     svc,
     `a 4 MiB batch of ${events.length} identify events × 1,000 keys on a 20,000-key profile`,
-    async () => {
-      const res = await send(url, key, 'POST', '/tenant/ingest/batch', atLimits);
-      expectStatus(res, 202, 'batch at the limits');
-      await waitForProfile(
+    () =>
+      applyBatch(
         url,
         key,
+        atLimits,
         'crm-grown',
         (p) => p.attributes[lastGroup]?.k998 === lastValues.k998,
         600_000,
-      );
-      return {
-        what: `${(atLimits.length / 1e6).toFixed(1)} MB, 202 in ${res.ms.toFixed(0)} ms, then applied`,
-      };
-    },
+      ),
   );
 }
 
