@@ -169,6 +169,8 @@ export interface ServiceOptions {
   database?: 'prepared' | 'empty';
   /** Extra node flags for the child, e.g. ['--cpu-prof', '--cpu-prof-dir=/tmp/prof']. */
   nodeArgs?: string[];
+  /** Receives each line the child writes to stdout (its JSON log at LOG_LEVEL); ignored when absent. */
+  onStdoutLine?: (line: string) => void;
 }
 
 export interface Service {
@@ -235,9 +237,19 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const c = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'bin/cdp.mjs', 'start'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', opts.onStdoutLine ? 'pipe' : 'ignore', 'pipe'],
     });
     track(c);
+    if (opts.onStdoutLine) {
+      const onLine = opts.onStdoutLine;
+      let partial = '';
+      c.stdout!.setEncoding('utf8');
+      c.stdout!.on('data', (d: string) => {
+        const lines = (partial + d).split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) onLine(line);
+      });
+    }
     c.stderr!.setEncoding('utf8');
     c.stderr!.on('data', (d: string) => {
       stderr = (stderr + d).slice(-20_000);
@@ -274,7 +286,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       async withDb(fn) {
         const running = child !== null && child.exitCode === null && child.signalCode === null;
         if (dataDir && running) throw new Error('halt() the service before opening its PGlite directory');
-        const db = await openDb(loadConfig(env));
+        // Setup statements (a million-row INSERT) run far longer than a request's statement bound.
+        const db = await openDb(loadConfig({ ...env, DATABASE_STATEMENT_TIMEOUT_MS: '3600000' }));
         try {
           return await fn(db);
         } finally {

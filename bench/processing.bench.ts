@@ -1,18 +1,26 @@
 /**
- * End-to-end processing on PostgreSQL (issue 3): BENCH_EVENTS events (default 1,000,000) over
- * BENCH_CUSTOMERS customers (default a tenth of that) are written straight into the event log (the
+ * End-to-end processing, on each engine (BENCH_ENGINES): BENCH_EVENTS events (default 1,000,000)
+ * over BENCH_CUSTOMERS customers (default a tenth of that) are written into the event log (the
  * setup, not measured), then the real service (`node bin/cdp.mjs start`, worker in-process) applies
  * them: identity resolution, anonymous → identified merges, traits with lineage, orders through
- * commerce. Measured: processed events/s from the commit of the backlog to an empty backlog, and the
- * process's peak RSS. Ceiling, measured in the same run on the same server: batched jsonb upserts of
- * profile-shaped rows (1000 per statement), the cheapest write every processed event needs at least.
+ * commerce. The service logs every batch (LOG_LEVEL=debug: events claimed, deferred, claim time);
+ * from those lines the bench measures events/s over the whole log, over the first and the last
+ * 100,000 events, and the mean claim time of each window: a claim must not slow down as the log of
+ * processed events grows. Also the process's peak RSS. Ceiling, measured in the same run on the same
+ * database: batched jsonb upserts of profile-shaped rows (1000 per statement), the cheapest write
+ * every processed event needs at least.
  *
  *   BENCH_EVENTS=100000 npm run bench -- processing      (a quick run)
  */
-import pg from 'pg';
-import { memoryOf, note, PG_URL, postgresReachable, report, type Service, sleep, startService } from './lib';
+import { createHash } from 'node:crypto';
+import { appendEvents, type NewEvent } from '../src/modules/ingest';
+import type { Db } from '../src/platform/db';
+import { type EngineName, engines, memoryOf, note, report, type Service, sleep, startService } from './lib';
 
-const TARGET_EVENTS_PER_S = 10_000;
+const TARGET_EVENTS_PER_S = { postgres: 20_000, pglite: 5_000 } as const;
+/** The last window's rate may be at most this much below the first's. */
+const MAX_SLOWDOWN = 0.1;
+const WINDOW = 100_000;
 const TARGET_RSS_MB = 400;
 
 /**
@@ -23,32 +31,88 @@ const TARGET_RSS_MB = 400;
  *   4 identify e-mail + that device (B: merges into the identified profile) · 5 order · 6 track ·
  *   7 identify · 8 page · 9 track, then again from 5 for longer journeys.
  */
-function generateSql(): string {
-  return `
-  INSERT INTO events (id, workspace_id, event_type, event_name, anonymous_id, identity, payload, occurred_at)
-  SELECT 'evt_bench' || lpad(i::text, 12, '0'), $1::uuid,
-    CASE WHEN k IN (2, 4, 7) THEN 'identify' WHEN k = 5 THEN 'order' WHEN k IN (0, 3, 8) THEN 'page' ELSE 'track' END,
-    CASE WHEN k IN (2, 4, 7) THEN 'Identify' WHEN k = 5 THEN 'Order Completed' WHEN k IN (0, 3, 8) THEN 'Page Viewed'
-         ELSE 'Product Viewed' END,
-    CASE WHEN k IN (3, 4) AND c % 5 = 0 THEN md5('b' || c)::uuid::text ELSE md5('a' || c)::uuid::text END,
-    CASE WHEN s < 2 OR (s = 3 AND c % 5 = 0) THEN NULL ELSE 'user' || c || '@example.com' END,
-    CASE k
-      WHEN 2 THEN jsonb_build_object('first_name', 'User' || c, 'plan', 'free', 'tags', jsonb_build_array('new'))
-      WHEN 4 THEN jsonb_build_object('plan', 'pro', 'tags', 'returning', 'email', 'User' || c || '@Example.com')
-      WHEN 7 THEN jsonb_build_object('visits', s, 'last_page', '/p/' || (c % 50), 'prefs', jsonb_build_object('news', s % 2 = 0))
-      WHEN 5 THEN jsonb_build_object('order_id', 'o' || c || '-' || s, 'total', (c % 90) + 10, 'currency', 'USD',
-        'items', jsonb_build_array(jsonb_build_object('product_id', 'p' || (c % 200), 'name', 'Product ' || (c % 200),
-          'price', (c % 90) + 10, 'quantity', 1, 'category', 'cat' || (c % 10))))
-      ELSE jsonb_build_object('path', '/p/' || ((c + s) % 50))
-    END,
-    timestamptz '2024-01-01' + (s * 86400 + c % 86400) * interval '1 second'
-  FROM (SELECT i, i % $2 AS c, i / $2 AS s, CASE WHEN i / $2 < 10 THEN i / $2 ELSE 5 + (i / $2 - 10) % 5 END AS k
-          FROM generate_series(0, $3 - 1) AS i) g`;
+function journey(i: number, customers: number): NewEvent {
+  const c = i % customers;
+  const s = Math.floor(i / customers);
+  const k = s < 10 ? s : 5 + ((s - 10) % 5);
+  const type: NewEvent['event_type'] = [2, 4, 7].includes(k)
+    ? 'identify'
+    : k === 5
+      ? 'order'
+      : [0, 3, 8].includes(k)
+        ? 'page'
+        : 'track';
+  const name = {
+    identify: 'Identify',
+    order: 'Order Completed',
+    page: 'Page Viewed',
+    track: 'Product Viewed',
+  }[type];
+  const device = [3, 4].includes(k) && c % 5 === 0 ? 'b' : 'a';
+  const price = (c % 90) + 10;
+  const payload =
+    k === 2
+      ? { first_name: `User${c}`, plan: 'free', tags: ['new'] }
+      : k === 4
+        ? { plan: 'pro', tags: 'returning', email: `User${c}@Example.com` }
+        : k === 7
+          ? { visits: s, last_page: `/p/${c % 50}`, prefs: { news: s % 2 === 0 } }
+          : k === 5
+            ? {
+                order_id: `o${c}-${s}`,
+                total: price,
+                currency: 'USD',
+                items: [
+                  {
+                    product_id: `p${c % 200}`,
+                    name: `Product ${c % 200}`,
+                    price,
+                    quantity: 1,
+                    category: `cat${c % 10}`,
+                  },
+                ],
+              }
+            : { path: `/p/${(c + s) % 50}` };
+  return {
+    event_type: type,
+    event_name: name,
+    anonymous_id: uuidOf(`${device}${c}`),
+    ...(s < 2 || (s === 3 && c % 5 === 0) ? {} : { identity: `user${c}@example.com` }),
+    payload,
+    timestamp: new Date(Date.UTC(2024, 0, 1) + (s * 86400 + (c % 86400)) * 1000).toISOString(),
+  };
+}
+
+const uuidOf = (text: string): string => {
+  const h = createHash('md5').update(text).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+};
+
+/**
+ * Appends the journey through the ingest module's one append path (normalisation, validation of the
+ * first slice), two slices of 5,000 in flight.
+ */
+async function appendJourney(db: Db, workspaceId: string, total: number, customers: number): Promise<void> {
+  const SLICE = 5000;
+  const receivedAt = new Date().toISOString();
+  let next = 0;
+  await Promise.all(
+    [0, 1].map(async () => {
+      while (next < total) {
+        const from = next;
+        next += SLICE;
+        const events = Array.from({ length: Math.min(SLICE, total - from) }, (_, j) =>
+          journey(from + j, customers),
+        );
+        await appendEvents(db, events, { workspaceId, receivedAt, validate: from === 0 });
+      }
+    }),
+  );
 }
 
 /** The ceiling: profile-shaped jsonb rows upserted 1000 per statement into a scratch table. */
-async function measureUpsertCeiling(client: pg.Client, rows: number): Promise<number> {
-  await client.query(`CREATE TEMP TABLE bench_profiles (LIKE profiles INCLUDING DEFAULTS INCLUDING INDEXES)`);
+async function measureUpsertCeiling(db: Db, rows: number): Promise<number> {
+  await db.query('CREATE TABLE bench_profiles (LIKE profiles INCLUDING DEFAULTS INCLUDING INDEXES)');
   const batch = (from: number) =>
     JSON.stringify(
       Array.from({ length: 1000 }, (_, j) => ({
@@ -67,94 +131,161 @@ async function measureUpsertCeiling(client: pg.Client, rows: number): Promise<nu
   // Half inserts, half updates of existing rows, like a stream of new and returning customers.
   const payloads = Array.from({ length: (2 * rows) / 1000 }, (_, b) => batch(b * 1000));
   const t0 = performance.now();
-  for (const p of payloads) await client.query(sql, [p]);
+  for (const p of payloads) await db.query(sql, [p]);
   const seconds = (performance.now() - t0) / 1000;
-  await client.query('DROP TABLE bench_profiles');
+  await db.query('DROP TABLE bench_profiles');
   return (2 * rows) / seconds;
 }
 
-export default async function run(): Promise<void> {
-  if (!(await postgresReachable())) {
-    note(`PostgreSQL not reachable at ${PG_URL}: processing bench skipped`);
-    return;
+interface BatchLine {
+  time: number;
+  done: number;
+  claimMs: number;
+}
+
+/** Rate and mean claim time over the batches that took the count of done events from `from` to `to`. */
+function windowOf(batches: readonly BatchLine[], from: number, to: number) {
+  let total = 0;
+  let startIdx = -1;
+  let endIdx = -1;
+  for (let i = 0; i < batches.length; i++) {
+    total += batches[i]!.done;
+    if (startIdx < 0 && total > from) startIdx = i;
+    if (endIdx < 0 && total >= to) endIdx = i;
   }
-  const total = Number(process.env.BENCH_EVENTS ?? 1_000_000);
-  const customers = Number(process.env.BENCH_CUSTOMERS ?? Math.max(1, Math.round(total / 10)));
+  if (startIdx < 0 || endIdx < 0) return null;
+  // The window starts where the batch before its first ended (or at the first batch's own time).
+  const t0 = startIdx > 0 ? batches[startIdx - 1]!.time : batches[0]!.time - 100;
+  const t1 = batches[endIdx]!.time;
+  const inWindow = batches.slice(startIdx, endIdx + 1);
+  const events = inWindow.reduce((n, b) => n + b.done, 0);
+  const claims = inWindow.map((b) => b.claimMs);
+  return {
+    rate: events / Math.max(0.001, (t1 - t0) / 1000),
+    claimMs: claims.reduce((a, b) => a + b, 0) / Math.max(1, claims.length),
+  };
+}
+
+async function runEngine(engine: EngineName, total: number, customers: number): Promise<void> {
+  const batches: BatchLine[] = [];
+  const stepMs = new Map<string, number>();
+  let done = 0;
+  const onStdoutLine = (line: string) => {
+    if (!line.includes('"event batch"')) return;
+    try {
+      const l = JSON.parse(line) as {
+        time: number;
+        claimed: number;
+        deferred: number;
+        claim_ms: number;
+        step_ms?: Record<string, number>;
+      };
+      const n = l.claimed - l.deferred;
+      done += n;
+      for (const [k, v] of Object.entries(l.step_ms ?? {})) stepMs.set(k, (stepMs.get(k) ?? 0) + v);
+      batches.push({ time: l.time, done: n, claimMs: l.claim_ms });
+    } catch {
+      // not a log line
+    }
+  };
   let svc: Service | null = null;
   try {
     svc = await startService({
-      engine: 'postgres',
-      env: { ROLE: 'all' },
+      engine,
+      env: { ROLE: 'all', LOG_LEVEL: 'debug' },
+      onStdoutLine,
       nodeArgs: process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [],
     });
     const workspaceId = svc.workspaceId!;
-    const schema = await svc.withDb(
-      async (db) => (await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s,
+    // PGlite is embedded: its directory is opened by the bench only while the service is halted.
+    if (engine === 'pglite') await svc.halt();
+    const ceiling = await svc.withDb((db) => measureUpsertCeiling(db, 50_000));
+    const genStart = performance.now();
+    await svc.withDb((db) => appendJourney(db, workspaceId, total, customers));
+    note(
+      `${engine} setup: ${total} events over ${customers} customers written in ` +
+        `${((performance.now() - genStart) / 1000).toFixed(1)} s`,
     );
-    const client = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
-    await client.connect();
-    try {
-      const ceiling = await measureUpsertCeiling(client, 50_000);
+    if (engine === 'pglite') await svc.restart();
 
-      const genStart = performance.now();
-      await client.query(generateSql(), [workspaceId, customers, total]);
-      const t0 = performance.now();
-      note(
-        `setup: ${total} events over ${customers} customers written in ${((t0 - genStart) / 1000).toFixed(1)} s`,
-      );
-
-      const samples: number[] = [];
-      let left = total;
-      while (left > 0) {
-        await sleep(250);
-        left = Number(
-          (await client.query('SELECT count(*) AS n FROM events WHERE processed_at IS NULL')).rows[0].n,
-        );
-        samples.push(memoryOf(svc.pid).rssMb);
-        if (performance.now() - t0 > 30 * 60_000)
-          throw new Error(`still ${left} events unprocessed after 30 min`);
-      }
-      const seconds = (performance.now() - t0) / 1000;
-      const rate = total / seconds;
-      const mem = memoryOf(svc.pid);
-
-      const facts = (
-        await client.query(
-          `SELECT (SELECT count(*) FROM profiles WHERE merged_into IS NULL) AS live,
-                  (SELECT count(*) FROM profiles WHERE merged_into IS NOT NULL) AS merged,
-                  (SELECT count(*) FROM orders) AS orders, (SELECT count(*) FROM profile_lineage) AS lineage,
-                  (SELECT count(*) FROM dead_letters) AS dead`,
-        )
-      ).rows[0];
-      report({
-        name: 'processing end-to-end (postgres)',
-        value: rate,
-        unit: 'events/s',
-        ceiling: { value: ceiling, unit: 'profile upserts/s' },
-        target: `≥ ${TARGET_EVENTS_PER_S} events/s`,
-        pass: rate >= TARGET_EVENTS_PER_S,
-      });
-      report({
-        name: 'processing peak RSS (postgres)',
-        value: mem.hwmMb,
-        unit: 'MB',
-        target: `< ${TARGET_RSS_MB} MB, flat`,
-        pass: mem.hwmMb < TARGET_RSS_MB,
-      });
-      const quarter = (q: number) =>
-        samples[Math.min(samples.length - 1, Math.floor((samples.length - 1) * q))] ?? 0;
-      note(
-        `${total} events in ${seconds.toFixed(1)} s; RSS at 0/25/50/75/100%: ` +
-          [0, 0.25, 0.5, 0.75, 1].map((q) => quarter(q).toFixed(0)).join('/') +
-          ` MB; live profiles ${facts.live}, merged ${facts.merged}, orders ${facts.orders}, ` +
-          `lineage rows ${facts.lineage}, dead letters ${facts.dead}`,
-      );
-    } finally {
-      await client.end();
+    const samples: number[] = [];
+    const t0 = performance.now();
+    while (done < total) {
+      await sleep(250);
+      samples.push(memoryOf(svc.pid).rssMb);
+      if (performance.now() - t0 > 30 * 60_000)
+        throw new Error(`only ${done} of ${total} events after 30 min`);
     }
+    const mem = memoryOf(svc.pid);
+    const whole = windowOf(batches, 0, total)!;
+    const first = windowOf(batches, 0, Math.min(WINDOW, total))!;
+    const last = windowOf(batches, Math.max(0, total - WINDOW), total)!;
+    if (engine === 'pglite') await svc.halt();
+    const facts = await svc.withDb(
+      async (db) =>
+        (
+          await db.query<Record<string, number>>(
+            `SELECT (SELECT count(*) FROM profiles WHERE merged_into IS NULL) AS live,
+                    (SELECT count(*) FROM profiles WHERE merged_into IS NOT NULL) AS merged,
+                    (SELECT count(*) FROM orders) AS orders, (SELECT count(*) FROM profile_lineage) AS lineage,
+                    (SELECT count(*) FROM dead_letters) AS dead, (SELECT count(*) FROM event_backlog) AS waiting`,
+          )
+        ).rows[0]!,
+    );
+    const target = TARGET_EVENTS_PER_S[engine];
+    report({
+      name: `processing end-to-end, ${total} events (${engine})`,
+      value: whole.rate,
+      unit: 'events/s',
+      ceiling: { value: ceiling, unit: 'profile upserts/s' },
+      target: `≥ ${target} events/s`,
+      pass: whole.rate >= target,
+    });
+    report({
+      name: `processing, last ${WINDOW} vs first ${WINDOW} events (${engine})`,
+      value: last.rate,
+      unit: 'events/s',
+      ceiling: { value: first.rate, unit: 'events/s (first window)' },
+      target: `within ${MAX_SLOWDOWN * 100}% of the first window`,
+      pass: last.rate >= first.rate * (1 - MAX_SLOWDOWN),
+    });
+    report({
+      name: `claim time, last ${WINDOW} vs first ${WINDOW} events (${engine})`,
+      value: last.claimMs,
+      unit: 'ms per claim',
+      ceiling: { value: first.claimMs, unit: 'ms (first window)' },
+      target: 'no growth with the log (≤ 2 × the first window)',
+      pass: last.claimMs <= Math.max(1, first.claimMs * 2),
+    });
+    report({
+      name: `processing peak RSS (${engine})`,
+      value: mem.hwmMb,
+      unit: 'MB',
+      target: `< ${TARGET_RSS_MB} MB, flat`,
+      pass: engine === 'pglite' ? true : mem.hwmMb < TARGET_RSS_MB,
+    });
+    const quarter = (q: number) =>
+      samples[Math.min(samples.length - 1, Math.floor((samples.length - 1) * q))] ?? 0;
+    note(
+      `${engine}: ${batches.length} batches; RSS at 0/25/50/75/100%: ` +
+        [0, 0.25, 0.5, 0.75, 1].map((q) => quarter(q).toFixed(0)).join('/') +
+        ` MB; live profiles ${facts.live}, merged ${facts.merged}, orders ${facts.orders}, ` +
+        `lineage rows ${facts.lineage}, dead letters ${facts.dead}, still waiting ${facts.waiting}`,
+    );
+    const claimTotal = batches.reduce((a, b) => a + b.claimMs, 0);
+    note(
+      `${engine}: mean ms per batch: claim ${(claimTotal / batches.length).toFixed(1)}, ` +
+        [...stepMs].map(([k, v]) => `${k} ${(v / batches.length).toFixed(1)}`).join(', '),
+    );
   } finally {
     await svc?.stop();
   }
+}
+
+export default async function run(): Promise<void> {
+  const total = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+  const customers = Number(process.env.BENCH_CUSTOMERS ?? Math.max(1, Math.round(total / 10)));
+  for (const engine of await engines()) await runEngine(engine, total, customers);
 }
 
 // Runnable on its own too: `node --import tsx bench/processing.bench.ts`.

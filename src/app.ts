@@ -6,7 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyHttpOptions, type FastifyHttpsOptions, LogController } from 'fastify';
-import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes';
+import { listBrowserOriginPatterns, registerApiKeyRoutes } from './modules/api-keys';
 import { registerCommerceRoutes } from './modules/commerce/commerce.routes';
 import { registerIdentityRoutes } from './modules/identity/identity.routes';
 import { registerIngestRoutes } from './modules/ingest/ingest.routes';
@@ -15,7 +15,7 @@ import { registerProfileRoutes } from './modules/profiles/profiles.routes';
 import { registerSystemRoutes } from './modules/system/system.routes';
 import { registerWorkspaceRoutes } from './modules/workspaces/workspaces.routes';
 import { stacklessError } from './platform/errors';
-import { createAuthHook } from './platform/http/auth-hook';
+import { createAuthHooks } from './platform/http/auth-hook';
 import { createOriginPolicy, createPreflightHandler } from './platform/http/cors';
 import { ErrorEnvelopeSchema } from './platform/http/envelope';
 import {
@@ -106,10 +106,13 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   app.setValidatorCompiler(makeValidators());
   app.setErrorHandler(errorHandler);
   // Every route is recorded as it is registered (routeList: what the route test matrix runs).
-  const routes = createRouteRegistry(app, createPreflightHandler(createOriginPolicy(deps.db)));
+  const routes = createRouteRegistry(
+    app,
+    createPreflightHandler(createOriginPolicy(() => listBrowserOriginPatterns(deps.db))),
+  );
   app.decorate('routeList', routes.routes);
   app.setNotFoundHandler(createNotFoundHandler(routes));
-  app.decorateRequest('apiKey', null);
+  app.decorateRequest('principal', null);
   app.addSchema(ErrorEnvelopeSchema);
   registerJsonBodyParser(app);
   registerTextRule(app);
@@ -118,7 +121,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   installDrainGuard(app);
   // Behind a TLS-terminating proxy, plain HTTP reaching us directly is refused (health checks aside).
   if (deps.config.trustProxy && !opts.https) app.addHook('onRequest', createHttpsRequiredHook());
-  app.addHook('onRequest', createAuthHook(deps));
+  // Principals: from the headers before the body is read; a body `writeKey` after it is parsed.
+  const auth = createAuthHooks(deps);
+  app.addHook('onRequest', auth.onRequest);
+  app.addHook('preValidation', auth.preValidation);
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -127,7 +133,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
         title: 'Customer Data Platform API',
         version: API_VERSION,
         description:
-          'Collect events, unify customer profiles, segment and predict. Authenticate with `X-API-Key`. ' +
+          'Collect events, unify customer profiles, segment and predict. Authenticate with `X-API-Key`; ' +
+          'the ingest endpoints also take the key as the HTTP Basic user name or as `writeKey` in the body. ' +
           'Errors use one envelope: `{status:"error", error_code, message, timestamp, details?}`.',
       },
       components: {

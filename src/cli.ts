@@ -20,6 +20,8 @@ const USAGE = `usage: cdp <command>
                                 create an API key; prints JSON with the secret (shown once)
   demo [--customers 3000] [--seed 1] [--workspace ID]
                                 load a synthetic shop dataset (browsing, sign-ups, orders) as events
+  jobs [--queue Q] [--state queued|running|succeeded|dead] [--workspace ID] [--after JOB_ID]
+                                list background jobs (50 a page) with counts per queue and state; JSON
 
 Settings come from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, …);
 see README.md and docs/operations.md. Exit codes: 0 done, 1 failure, 2 usage or input error.`;
@@ -213,6 +215,25 @@ export async function main(argv: string[]): Promise<number> {
       print(result);
       return 0;
     }
+    case 'jobs': {
+      if (sub) throw new UsageError(`jobs takes no arguments, got "${sub}"`);
+      const { JOB_STATES, jobCounts, listJobs } = await import('./platform/jobs');
+      const state = values.state as (typeof JOB_STATES)[number] | undefined;
+      if (state !== undefined && !JOB_STATES.includes(state)) {
+        throw new UsageError(`unknown job state "${state}"; use ${JOB_STATES.join(', ')}`);
+      }
+      if (values.workspace !== undefined && !isUuid(values.workspace)) {
+        throw new UsageError(`no workspace ${values.workspace}`);
+      }
+      const filter = { queue: values.queue, state, workspaceId: values.workspace, after: values.after };
+      print(
+        await withDb(loadConfig(), async (db) => ({
+          counts: await jobCounts(db, { queue: values.queue }),
+          ...(await listJobs(db, filter)),
+        })),
+      );
+      return 0;
+    }
   }
   throw new UsageError(`unknown command "${cmd}" (see cdp --help)`);
 }
@@ -228,6 +249,9 @@ function parse(argv: string[]) {
       domains: { type: 'string' },
       customers: { type: 'string' },
       seed: { type: 'string' },
+      queue: { type: 'string' },
+      state: { type: 'string' },
+      after: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

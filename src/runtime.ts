@@ -8,12 +8,13 @@ import {
   createKeyResolver,
   type RevocationBroadcast,
   SECRET_SHAPE,
-} from './modules/api-keys/api-keys.service';
+} from './modules/api-keys';
 import { createEventWriter } from './modules/ingest/ingest.service';
 import { bootstrapDefaultWorkspace, loadCursorSecret } from './modules/workspaces/workspaces.service';
 import { createCursorCodec } from './platform/cursor';
 import { type Db, openDb } from './platform/db';
 import { migrate } from './platform/db/migrate';
+import { keyResolvers } from './platform/http/key-credentials';
 import { createRateLimits } from './platform/http/rate-limit';
 import type { App, AppDeps } from './platform/http/types';
 import { startWorkers } from './worker';
@@ -107,6 +108,8 @@ export async function createRuntime(
       log,
       cursors,
       keys,
+      // X-API-Key, then the Segment ways (Basic auth, body writeKey) on ingest routes.
+      principals: keyResolvers(keys),
       limits: createRateLimits(redis, { keyPrefix: `cdp:${namespace}:rl` }),
       redis,
       events,

@@ -1,3 +1,4 @@
+import { jobsWorker } from './jobs.worker';
 import { processingWorker } from './modules/processing/processing.worker';
 import type { AppDeps } from './platform/http/types';
 
@@ -8,7 +9,7 @@ export interface WorkerModule {
 }
 
 /** Every background worker, registered explicitly (like the routes in app.ts). */
-export const WORKERS: WorkerModule[] = [processingWorker];
+export const WORKERS: WorkerModule[] = [processingWorker, jobsWorker];
 
 export async function startWorkers(deps: AppDeps): Promise<() => Promise<void>> {
   const stops: Array<() => Promise<void>> = [];

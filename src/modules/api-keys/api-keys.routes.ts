@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
-import { PageQuery, pageRequest } from '../../platform/cursor';
 import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
+import { paged, pagedQuery, pageOf } from '../../platform/http/paging';
+import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
 import { ApiKeyCreatedSchema, ApiKeySchema, CreateApiKeyBody } from './api-keys.schemas';
 import { createKey, listKeys, revokeKey } from './api-keys.service';
@@ -21,7 +22,7 @@ export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(ApiKeyCreatedSchema) },
       },
     },
-    async (req) => ok(await createKey(deps.db, req.apiKey!.workspaceId, req.body)),
+    async (req) => ok(await createKey(deps.db, workspaceOf(req), req.body)),
   );
 
   app.get(
@@ -32,18 +33,12 @@ export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
         tags,
         security,
         summary: 'List the workspace’s active keys (metadata only, never the secret).',
-        querystring: Type.Object(PageQuery, { additionalProperties: false }),
+        querystring: pagedQuery(),
         response: { 200: PageEnvelope(ApiKeySchema) },
       },
     },
-    async (req) => {
-      const scope = { collection: 'apikeys', workspaceId: req.apiKey!.workspaceId, parent: null };
-      const page = pageRequest(deps.cursors, scope, req.query);
-      return {
-        status: 'success' as const,
-        ...(await listKeys(deps.db, deps.cursors, req.apiKey!.workspaceId, page)),
-      };
-    },
+    async (req) =>
+      paged(await listKeys(deps.db, deps.cursors, workspaceOf(req), pageOf(req, deps.cursors, 'apikeys'))),
   );
 
   app.delete(
@@ -59,7 +54,7 @@ export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      await revokeKey(deps.db, deps.keys, req.apiKey!.workspaceId, req.params.key_id);
+      await revokeKey(deps.db, deps.keys, workspaceOf(req), req.params.key_id);
       return ok({ id: req.params.key_id, revoked: true as const });
     },
   );

@@ -1,6 +1,11 @@
 import { Type } from 'typebox';
 import { SCOPES } from '../../platform/http/scopes';
-import { DOMAIN_PATTERN } from './domains';
+
+/**
+ * An `allowed_domains` entry: a host name or a `*.` wildcard (matched by platform/http/origins.ts).
+ */
+export const DOMAIN_PATTERN =
+  '^(\\*\\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$';
 
 export const ScopeSchema = Type.Enum([...SCOPES], {
   description: 'admin ⊇ editor ⊇ viewer; admin may also ingest; ingest only ingests.',

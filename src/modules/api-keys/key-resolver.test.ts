@@ -3,7 +3,8 @@ import { migrate } from '../../platform/db/migrate';
 import { createPgliteDb } from '../../platform/db/pglite';
 import type { Db, QueryResult } from '../../platform/db/port';
 import { createWorkspace } from '../workspaces/workspaces.service';
-import { createKey, createKeyResolver, hashKey, type KeyResolver } from './api-keys.service';
+import { createKey, hashKey } from './api-keys.service';
+import { createKeyResolver, type KeyResolver } from './key-resolver';
 
 /**
  * The key cache's revocation protocol, with several "processes" simulated in one: each resolver

@@ -1,5 +1,6 @@
-import { pageRequest } from '../../platform/cursor';
 import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
+import { paged, pageOf } from '../../platform/http/paging';
+import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
 import {
   DeletedProductSchema,
@@ -31,12 +32,8 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
     },
     async (req) => {
       const { limit, cursor, ...filter } = req.query;
-      const scope = { collection: 'orders', workspaceId: req.apiKey!.workspaceId, parent: null };
-      const page = pageRequest(deps.cursors, scope, req.query);
-      return {
-        status: 'success' as const,
-        ...(await commerce.listOrders(deps.db, deps.cursors, req.apiKey!.workspaceId, page, filter)),
-      };
+      const page = pageOf(req, deps.cursors, 'orders');
+      return paged(await commerce.listOrders(deps.db, deps.cursors, workspaceOf(req), page, filter));
     },
   );
 
@@ -52,7 +49,7 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(OrderSchema) },
       },
     },
-    async (req) => ok(await commerce.getOrder(deps.db, req.apiKey!.workspaceId, req.params.order_id)),
+    async (req) => ok(await commerce.getOrder(deps.db, workspaceOf(req), req.params.order_id)),
   );
 
   app.get(
@@ -69,12 +66,8 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
     },
     async (req) => {
       const { limit, cursor, ...filter } = req.query;
-      const scope = { collection: 'products', workspaceId: req.apiKey!.workspaceId, parent: null };
-      const page = pageRequest(deps.cursors, scope, req.query);
-      return {
-        status: 'success' as const,
-        ...(await commerce.listProducts(deps.db, deps.cursors, req.apiKey!.workspaceId, page, filter)),
-      };
+      const page = pageOf(req, deps.cursors, 'products');
+      return paged(await commerce.listProducts(deps.db, deps.cursors, workspaceOf(req), page, filter));
     },
   );
 
@@ -90,7 +83,7 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(ProductSchema) },
       },
     },
-    async (req) => ok(await commerce.getProduct(deps.db, req.apiKey!.workspaceId, req.params.id)),
+    async (req) => ok(await commerce.getProduct(deps.db, workspaceOf(req), req.params.id)),
   );
 
   app.post(
@@ -107,7 +100,7 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(ProductSchema) },
       },
     },
-    async (req) => ok(await commerce.saveProduct(deps.db, req.apiKey!.workspaceId, req.body)),
+    async (req) => ok(await commerce.saveProduct(deps.db, workspaceOf(req), req.body)),
   );
 
   app.patch(
@@ -123,8 +116,7 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(ProductSchema) },
       },
     },
-    async (req) =>
-      ok(await commerce.updateProduct(deps.db, req.apiKey!.workspaceId, req.params.id, req.body)),
+    async (req) => ok(await commerce.updateProduct(deps.db, workspaceOf(req), req.params.id, req.body)),
   );
 
   app.delete(
@@ -140,7 +132,7 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      await commerce.deleteProduct(deps.db, req.apiKey!.workspaceId, req.params.id);
+      await commerce.deleteProduct(deps.db, workspaceOf(req), req.params.id);
       return ok({ product_id: req.params.id, deleted: true as const });
     },
   );

@@ -120,7 +120,7 @@ describe('order events', () => {
     const p = await newProfile();
     await order(p, { order_id: 'ORD-4', total: 8 }, day(1));
     await order(p, { order_id: 'ORD-4', total: 8, status: 'refunded' }, day(5));
-    expect(await order(p, { order_id: 'ORD-4', total: 8, status: 'shipped' }, day(3))).toBe('stale');
+    expect(await order(p, { order_id: 'ORD-4', total: 8, status: 'pending' }, day(3))).toBe('stale');
     const res = await svc.call('GET', '/tenant/orders/ORD-4');
     expect(res.body.data.status).toBe('refunded');
     expect(await spendOf(p)).toBe('0.00');

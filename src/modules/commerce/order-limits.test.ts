@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../../test/expect-error';
 import { startTestService, type TestService } from '../../../test/harness';
 import { insertTestEvents, waitProcessed } from '../processing/processing.test-kit';
-import { MAX_AMOUNT } from './order-payload';
+import { MAX_AMOUNT, MAX_ITEMS } from './order-payload';
 
 /**
  * Numbers that cannot be stored never vanish: amounts and quantities are bounded at the door (400
@@ -71,6 +71,31 @@ describe('amounts and quantities at the door', () => {
     expect(res.body.details.map((d: { path: string }) => d.path)).toEqual(['/3/payload/total']);
   });
 
+  it(`takes ${MAX_ITEMS} line items and refuses one more (the one cap, docs/api.md), stores the status it names`, async () => {
+    const items = (n: number) => Array.from({ length: n }, (_, i) => ({ product_id: `cap-${i}` }));
+    const over = await svc.call('POST', '/api/ingest', {
+      body: orderEvent({ order_id: 'cap-over', total: 1, items: items(MAX_ITEMS + 1) }),
+    });
+    expectError(over, 400, 'VALIDATION_ERROR');
+    expect(over.body.details).toEqual([
+      { path: '/payload/items', message: `must have at most ${MAX_ITEMS} items` },
+    ]);
+    const shipped = await svc.call('POST', '/api/ingest', {
+      body: orderEvent({ order_id: 'cap-st', total: 1, status: 'shipped' }),
+    });
+    expectError(shipped, 400, 'VALIDATION_ERROR');
+    expect(shipped.body.details.map((d: { path: string }) => d.path)).toEqual(['/payload/status']);
+    const at = await svc.call('POST', '/api/ingest', {
+      body: orderEvent({ order_id: 'cap-at', total: 1, status: 'Pending', items: items(MAX_ITEMS) }),
+    });
+    expect(at.status, at.text).toBe(202);
+    const { rows } = await svc.rt.deps.db.query<{ payload: { status: string } }>(
+      'SELECT payload FROM events WHERE id = $1',
+      [at.body.event_id],
+    );
+    expect(rows[0]!.payload.status).toBe('pending');
+  });
+
   it('accepts the documented maxima exactly, and stores them to the cent on both engines', async () => {
     const res = await svc.call('POST', '/api/ingest', {
       body: orderEvent(
@@ -115,14 +140,19 @@ describe('an order the worker cannot record', () => {
   it('is a dead letter with its reason (not only a warning), and the event still counts for its profile', async () => {
     const db = svc.rt.deps.db;
     // By another road than the ingest rules (an old row, a direct insert): a total over the maximum.
-    await insertTestEvents(db, svc.ws.id, [
-      {
-        identity: 'late@example.com',
-        event_type: 'order',
-        event_name: 'Order Completed',
-        payload: { order_id: 'too-big', total: 1e308 },
-      },
-    ]);
+    await insertTestEvents(
+      db,
+      svc.ws.id,
+      [
+        {
+          identity: 'late@example.com',
+          event_type: 'order',
+          event_name: 'Order Completed',
+          payload: { order_id: 'too-big', total: 1e308 },
+        },
+      ],
+      { unchecked: true },
+    );
     await waitProcessed(db);
     expect((await svc.call('GET', '/tenant/orders/too-big')).status).toBe(404);
     const letters = await svc.call('GET', '/tenant/dead-letters?limit=500');

@@ -1,6 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_AMOUNT, MAX_TEXT, productsOf, readOrder, readOrderPayload } from './order-payload';
+import {
+  checkOrderPayload,
+  MAX_AMOUNT,
+  MAX_ITEMS,
+  MAX_TEXT,
+  ORDER_STATUSES,
+  productsOf,
+  readOrder,
+  readOrderPayload,
+  withOrderDefaults,
+} from './order-payload';
 
 describe('reading an order payload', () => {
   it('applies the contract defaults: USD and completed', () => {
@@ -40,6 +50,7 @@ describe('reading an order payload', () => {
     ['a currency that is not three letters', { order_id: 'A', total: 1, currency: 'DOLLARS' }],
     ['a non-string status', { order_id: 'A', total: 1, status: 3 }],
     ['a status with spaces inside', { order_id: 'A', total: 1, status: 'on hold' }],
+    ['a status outside the four', { order_id: 'A', total: 1, status: 'shipped' }],
   ])('refuses an order with %s', (_what, payload) => {
     expect(readOrderPayload(payload)).toBeNull();
   });
@@ -93,7 +104,7 @@ describe('reading an order payload', () => {
           expect(o.orderId.length).toBeLessThanOrEqual(MAX_TEXT);
           expect(Number.isFinite(o.total) && o.total >= 0).toBe(true);
           expect(o.currency).toMatch(/^[A-Z]{3}$/);
-          expect(o.status).toMatch(/^[a-z][a-z0-9_-]{0,49}$/);
+          expect(ORDER_STATUSES).toContain(o.status);
           for (const i of o.items) {
             expect(Number.isInteger(i.quantity) && i.quantity >= 1).toBe(true);
             expect(i.price === null || (Number.isFinite(i.price) && i.price >= 0)).toBe(true);
@@ -101,6 +112,60 @@ describe('reading an order payload', () => {
         },
       ),
     );
+  });
+});
+
+/** The rules the door (ingest) and the worker share: one status set, one item cap, one set of defaults. */
+describe('the order payload rules', () => {
+  const problems = (payload: unknown) => {
+    const out: string[] = [];
+    checkOrderPayload(payload, (path, message) => out.push(`${path} ${message}`));
+    return out;
+  };
+
+  it('know four statuses, in any case, at the door and in the reader alike', () => {
+    expect(ORDER_STATUSES).toEqual(['pending', 'completed', 'cancelled', 'refunded']);
+    for (const status of [...ORDER_STATUSES, ' Completed ', 'REFUNDED']) {
+      expect(problems({ order_id: 'A', total: 1, status })).toEqual([]);
+      expect(readOrderPayload({ order_id: 'A', total: 1, status })).not.toBeNull();
+    }
+    for (const status of ['shipped', 'complete', '', 3]) {
+      expect(problems({ order_id: 'A', total: 1, status })).toEqual([
+        '/payload/status must be one of: pending, completed, cancelled, refunded',
+      ]);
+      expect(readOrder({ order_id: 'A', total: 1, status })).toEqual({
+        problem: 'status must be one of: pending, completed, cancelled, refunded',
+      });
+    }
+  });
+
+  it(`cap line items at ${MAX_ITEMS}: the door refuses more, the reader never reads more`, () => {
+    expect(MAX_ITEMS).toBe(500);
+    const items = (n: number) => Array.from({ length: n }, (_, i) => ({ product_id: `p${i}` }));
+    expect(problems({ order_id: 'A', total: 1, items: items(MAX_ITEMS) })).toEqual([]);
+    expect(problems({ order_id: 'A', total: 1, items: items(MAX_ITEMS + 1) })).toEqual([
+      `/payload/items must have at most ${MAX_ITEMS} items`,
+    ]);
+    expect(readOrderPayload({ order_id: 'A', total: 1, items: items(MAX_ITEMS + 1) })!.items).toHaveLength(
+      MAX_ITEMS,
+    );
+  });
+
+  it('apply the defaults in one function, which changes nothing the second time', () => {
+    const once = withOrderDefaults({ order_id: 'A', total: 1 });
+    expect(once).toEqual({ order_id: 'A', total: 1, currency: 'USD', status: 'completed' });
+    expect(withOrderDefaults(once)).toBe(once);
+    expect(withOrderDefaults({ order_id: 'A', total: 1, currency: 'eur', status: 'Pending' })).toEqual({
+      order_id: 'A',
+      total: 1,
+      currency: 'EUR',
+      status: 'pending',
+    });
+    // An invalid value is left for the rules to refuse, not replaced by a default.
+    expect(withOrderDefaults({ currency: 7, status: 'shipped' })).toMatchObject({
+      currency: 7,
+      status: 'shipped',
+    });
   });
 });
 

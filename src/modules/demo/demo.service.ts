@@ -1,7 +1,6 @@
 import type { Db } from '../../platform/db';
-import { newSortableId } from '../../platform/ids';
+import { appendEvents } from '../ingest';
 import { type DemoEvent, type DemoOptions, generateDemoEvents } from './demo.generator';
-import * as repo from './demo.repo';
 
 export const DEMO_BATCH_ROWS = 1000;
 
@@ -16,9 +15,11 @@ export interface DemoLoadSummary {
 }
 
 /**
- * Streams the dataset into the event log in 1000-row statements, each committed on its own: the
- * events are then processed like any ingested event, by a running worker or on the next start.
- * Memory stays flat whatever the customer count (one batch at a time).
+ * Streams the dataset into the event log through the ingest module's appendEvents, in 1000-event
+ * calls each committed on its own: the events are validated and normalised exactly like ingested
+ * ones (no API key: their lineage source is the event), a message_id already stored is skipped (so
+ * loading a dataset twice stores it once), and they are then processed by a running worker or on
+ * the next start. Memory stays flat whatever the customer count (one batch at a time).
  */
 export async function loadDemoDataset(
   db: Db,
@@ -33,16 +34,17 @@ export async function loadDemoDataset(
     stored: 0,
     orders: 0,
   };
-  let batch: Array<{ id: string; event: DemoEvent }> = [];
+  let batch: DemoEvent[] = [];
   const flush = async () => {
-    summary.stored += await repo.insertEvents(db, workspaceId, batch);
+    const { ids, duplicates } = await appendEvents(db, batch, { workspaceId });
+    summary.stored += ids.length - duplicates;
     batch = [];
     onProgress?.(summary);
   };
   for (const event of generateDemoEvents(opts)) {
     summary.events++;
     if (event.event_type === 'order' && event.payload.status === 'completed') summary.orders++;
-    batch.push({ id: newSortableId('evt'), event });
+    batch.push(event);
     if (batch.length >= DEMO_BATCH_ROWS) await flush();
   }
   if (batch.length > 0) await flush();

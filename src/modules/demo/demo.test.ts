@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, startTestService, type TestService, testEnv } from '../../../test/harness';
 import { ConfigError, loadConfig } from '../../config';
 import { WORKERS } from '../../worker';
+import { normalizeEvent } from '../ingest';
 import { runDemoCommand } from './demo.command';
 import { generateDemoEvents } from './demo.generator';
 import { loadDemoDataset } from './demo.service';
@@ -49,6 +50,25 @@ describe('loading the demo dataset', () => {
 
     const again = await loadDemoDataset(svc.rt.deps.db, ws.id, opts);
     expect(again.stored).toBe(0);
+  });
+
+  it('stores each event as the ingest path normalises it (the same function as HTTP)', async () => {
+    const ws = await svc.newWorkspace('demo-normalised');
+    const opts = { seed: 4, customers: 15, now };
+    await loadDemoDataset(svc.rt.deps.db, ws.id, opts);
+    const { rows } = await svc.rt.deps.db.query<Record<string, unknown>>(
+      `SELECT message_id, event_type, event_name, anonymous_id, identity, payload,
+              to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_at, api_key_id
+         FROM events WHERE workspace_id = $1 ORDER BY seq`,
+      [ws.id],
+    );
+    const src = { workspaceId: ws.id, apiKeyId: null, receivedAt: now.toISOString() };
+    const expected = [...generateDemoEvents(opts)].map((e) => {
+      const { id: _id, workspace_id: _ws, received_at: _r, ...row } = normalizeEvent(e, src);
+      return row;
+    });
+    expect(rows).toEqual(expected);
+    expect(rows.some((r) => r.event_type === 'order')).toBe(true);
   });
 
   // The processing worker turns the events into profiles and orders; once it is registered in

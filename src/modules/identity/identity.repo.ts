@@ -1,4 +1,5 @@
 import type { Queryable } from '../../platform/db';
+import { movesFrom, movesParams } from '../../platform/db/moves';
 import type { IdentifierType } from './identifiers';
 
 /** SQL of the identity graph. Keys and rows travel as one jsonb parameter (one round trip per batch). */
@@ -26,11 +27,12 @@ export interface EdgeRow {
 /** The nodes that exist for these keys (any workspaces: each key carries its own). */
 export async function findNodes(q: Queryable, keys: readonly NodeKey[]): Promise<NodeRow[]> {
   if (keys.length === 0) return [];
+  // Three arrays, not one jsonb document: parsing the keys was most of this statement's time.
   const { rows } = await q.query<NodeRow>(
     `SELECT n.id, n.workspace_id, n.type, n.value, n.profile_id, n.first_seen, n.last_seen
-       FROM jsonb_to_recordset($1::jsonb) AS k(workspace_id uuid, type text, value text)
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) AS k(workspace_id, type, value)
        JOIN identity_nodes n ON n.workspace_id = k.workspace_id AND n.type = k.type AND n.value = k.value`,
-    [JSON.stringify(keys)],
+    [keys.map((k) => k.workspace_id), keys.map((k) => k.type), keys.map((k) => k.value)],
   );
   return rows;
 }
@@ -72,10 +74,8 @@ export async function repointNodes(
 ): Promise<void> {
   if (moves.length === 0) return;
   await q.query(
-    `UPDATE identity_nodes n SET profile_id = m.to_id
-       FROM jsonb_to_recordset($1::jsonb) AS m(from_id uuid, to_id uuid)
-      WHERE n.profile_id = m.from_id`,
-    [JSON.stringify(moves.map((m) => ({ from_id: m.from, to_id: m.to })))],
+    `UPDATE identity_nodes n SET profile_id = m.to_id FROM ${movesFrom(1)} WHERE n.profile_id = m.from_id`,
+    movesParams(moves),
   );
 }
 
@@ -162,4 +162,37 @@ export async function insertSuppressions(
      ON CONFLICT DO NOTHING`,
     [workspaceId, hashes],
   );
+}
+
+/** The non-anonymous identifiers each of these profiles holds (what the resolver compares). */
+export async function findIdentifiersOfProfiles(
+  q: Queryable,
+  profileIds: readonly string[],
+): Promise<Map<string, Array<{ type: IdentifierType; value: string }>>> {
+  const out = new Map<string, Array<{ type: IdentifierType; value: string }>>();
+  if (profileIds.length === 0) return out;
+  const { rows } = await q.query<{ profile_id: string; type: IdentifierType; value: string }>(
+    `SELECT profile_id, type, value FROM identity_nodes
+      WHERE profile_id = ANY($1::uuid[]) AND type <> 'anonymous_id'`,
+    [profileIds],
+  );
+  for (const r of rows) {
+    const list = out.get(r.profile_id) ?? [];
+    list.push({ type: r.type, value: r.value });
+    out.set(r.profile_id, list);
+  }
+  return out;
+}
+
+/** Erasure: the nodes of these profiles go, and their edges with them (ON DELETE CASCADE). */
+export async function deleteNodesOfProfiles(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<number> {
+  const { rowCount } = await q.query(
+    'DELETE FROM identity_nodes WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])',
+    [workspaceId, profileIds],
+  );
+  return rowCount;
 }

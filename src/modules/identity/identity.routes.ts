@@ -1,7 +1,8 @@
 import { Envelope, ok } from '../../platform/http/envelope';
+import { principalOf, workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
+import { getGraph, mergeProfiles } from '../profiles';
 import { GraphParams, GraphSchema, MergeBody, MergeResultSchema } from './identity.schemas';
-import * as identity from './identity.service';
 
 const tags = ['identity'];
 const security = [{ apiKey: [] }];
@@ -23,11 +24,11 @@ export function registerIdentityRoutes(app: App, deps: AppDeps): void {
     },
     async (req) =>
       ok(
-        await identity.mergeProfiles(
+        await mergeProfiles(
           deps.db,
           deps.log,
-          req.apiKey!.workspaceId,
-          req.apiKey!.id,
+          workspaceOf(req),
+          principalOf(req).id,
           req.body.primary_profile_id,
           req.body.secondary_profile_ids,
         ),
@@ -46,6 +47,6 @@ export function registerIdentityRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(GraphSchema) },
       },
     },
-    async (req) => ok(await identity.getGraph(deps.db, req.apiKey!.workspaceId, req.params.profile_id)),
+    async (req) => ok(await getGraph(deps.db, workspaceOf(req), req.params.profile_id)),
   );
 }

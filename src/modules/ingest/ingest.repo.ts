@@ -15,7 +15,8 @@ export interface NewEventRow {
   occurred_at: string;
   /** ISO 8601. */
   received_at: string;
-  api_key_id: string;
+  /** Null for events appended without a key (demo loader, tests): lineage names the event. */
+  api_key_id: string | null;
 }
 
 export interface MessageKey {

@@ -2,6 +2,7 @@ import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastif
 import { yielderFor } from '../../platform/cooperate';
 import { AppError, stacklessError } from '../../platform/errors';
 import { applyRateHeaders, rateLimited } from '../../platform/http/auth-hook';
+import { principalOf } from '../../platform/http/principal';
 import { limitFor } from '../../platform/http/rate-limit';
 import type { App, AppDeps } from '../../platform/http/types';
 import { checkEvent, type RuleError } from './ingest.rules';
@@ -122,7 +123,7 @@ export function registerIngestRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req, reply) => {
-      const ack = await ingestEvent(deps.events, req.apiKey!, req.body);
+      const ack = await ingestEvent(deps.events, principalOf(req), req.body);
       return reply.code(202).send(ack);
     },
   );
@@ -145,7 +146,7 @@ export function registerIngestRoutes(app: App, deps: AppDeps): void {
             `a batch holds at most ${LIMITS.batchEvents} events; this one has ${body.length}`,
           );
         }
-        const key = req.apiKey!;
+        const key = principalOf(req);
         const points = Array.isArray(body) ? Math.max(1, body.length) : 1;
         const d = await deps.limits.consume(
           key.id,
@@ -174,7 +175,7 @@ export function registerIngestRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req, reply) => {
-      const ack = await ingestBatch(deps.events, req.apiKey!, req.body);
+      const ack = await ingestBatch(deps.events, principalOf(req), req.body);
       return reply.code(202).send(ack);
     },
   );

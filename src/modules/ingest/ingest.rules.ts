@@ -1,6 +1,6 @@
-import { MAX_AMOUNT, MAX_QUANTITY } from '../commerce/order-payload';
+import { checkOrderPayload } from '../commerce/order-payload';
 import { countTraitKeys, TOO_MANY_TRAIT_KEYS, TRAIT_LIMITS } from '../profiles/traits';
-import { LIMITS, ORDER_STATUSES } from './ingest.schemas';
+import { LIMITS } from './ingest.schemas';
 
 /**
  * The event rules a JSON schema expresses badly, as a pure function over the parsed body. It runs
@@ -25,8 +25,6 @@ type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
-
-const ISO_4217 = /^[A-Za-z]{3}$/;
 
 /** Checks one event; `at` is its pointer prefix ('' for a single event, `/3` in a batch). */
 export function checkEvent(ev: unknown, at: string, now: number): RuleError[] {
@@ -53,7 +51,8 @@ export function checkEvent(ev: unknown, at: string, now: number): RuleError[] {
     const traitsOk = ev.event_type !== 'identify' || checkTraits(ev.payload, fail);
     if (traitsOk) checkPayload(ev.payload, fail);
   }
-  if (ev.event_type === 'order') checkOrder(ev.payload, fail);
+  // The order rules are commerce's (order-payload.ts): one definition for the door and the worker.
+  if (ev.event_type === 'order') checkOrderPayload(ev.payload, fail);
   return errors;
 }
 
@@ -97,66 +96,6 @@ function checkTraits(payload: Obj, fail: (path: string, message: string) => void
   if (countTraitKeys(payload, TRAIT_LIMITS.keysPerWrite) <= TRAIT_LIMITS.keysPerWrite) return true;
   fail('/payload', TOO_MANY_TRAIT_KEYS);
   return false;
-}
-
-const isText = (v: unknown, min = 1): v is string =>
-  typeof v === 'string' && v.length >= min && v.length <= LIMITS.text;
-
-const isAmount = (v: unknown): v is number =>
-  typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= MAX_AMOUNT;
-const AMOUNT_MESSAGE = `must be a number from 0 to ${MAX_AMOUNT} (stored with 2 decimals)`;
-
-function checkOrder(payload: unknown, fail: (path: string, message: string) => void): void {
-  if (!isObject(payload)) {
-    fail('/payload', 'is required for order events (order_id and total)');
-    return;
-  }
-  if (!isText(payload.order_id)) fail('/payload/order_id', 'must be a string of 1 to 200 characters');
-  if (!isAmount(payload.total)) fail('/payload/total', AMOUNT_MESSAGE);
-  if (
-    payload.currency !== undefined &&
-    !(typeof payload.currency === 'string' && ISO_4217.test(payload.currency))
-  ) {
-    fail('/payload/currency', 'must be an ISO 4217 code of three letters, e.g. USD');
-  }
-  if (payload.status !== undefined && !(ORDER_STATUSES as readonly unknown[]).includes(payload.status)) {
-    fail('/payload/status', `must be one of: ${ORDER_STATUSES.join(', ')}`);
-  }
-  const items = payload.items;
-  if (items === undefined) return;
-  if (!Array.isArray(items)) {
-    fail('/payload/items', 'must be an array');
-    return;
-  }
-  if (items.length > LIMITS.orderItems) {
-    fail('/payload/items', `must have at most ${LIMITS.orderItems} items`);
-    return;
-  }
-  items.forEach((item, i) => {
-    const p = `/payload/items/${i}`;
-    if (!isObject(item)) {
-      fail(p, 'must be an object');
-      return;
-    }
-    if (!isText(item.product_id)) fail(`${p}/product_id`, 'must be a string of 1 to 200 characters');
-    if (item.name !== undefined && !isText(item.name, 0))
-      fail(`${p}/name`, 'must be a string of at most 200 characters');
-    if (item.category !== undefined && !isText(item.category, 0)) {
-      fail(`${p}/category`, 'must be a string of at most 200 characters');
-    }
-    if (item.price !== undefined && !isAmount(item.price)) fail(`${p}/price`, AMOUNT_MESSAGE);
-    if (
-      item.quantity !== undefined &&
-      !(
-        typeof item.quantity === 'number' &&
-        Number.isInteger(item.quantity) &&
-        item.quantity >= 1 &&
-        item.quantity <= MAX_QUANTITY
-      )
-    ) {
-      fail(`${p}/quantity`, `must be an integer from 1 to ${MAX_QUANTITY}`);
-    }
-  });
 }
 
 /** Checks every item of a batch; errors come out in item order. */

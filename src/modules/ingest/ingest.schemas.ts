@@ -1,5 +1,11 @@
 import { type Static, Type } from 'typebox';
-import { MAX_AMOUNT, MAX_ITEMS, MAX_QUANTITY } from '../commerce/order-payload';
+import {
+  DEFAULT_STATUS,
+  MAX_AMOUNT,
+  MAX_ITEMS,
+  MAX_QUANTITY,
+  ORDER_STATUSES,
+} from '../commerce/order-payload';
 import { TRAIT_LIMITS } from '../profiles/traits';
 
 /**
@@ -24,15 +30,11 @@ export const LIMITS = {
   payloadDepth: 10,
   /** Length of names, identities, message ids, payload keys. */
   text: 200,
-  /** Line items of one order (the order reader's limit: one number for both). */
-  orderItems: MAX_ITEMS,
   /** How far ahead of the server's clock a `timestamp` may be (clock skew allowance). */
   futureSkewMs: 24 * 60 * 60 * 1000,
   /** Earliest accepted `timestamp`: historical imports are welcome, the Unix epoch is the floor. */
   earliest: Date.UTC(1970, 0, 1),
 } as const;
-
-export const ORDER_STATUSES = ['pending', 'completed', 'cancelled', 'refunded'] as const;
 
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
@@ -65,8 +67,9 @@ export const IngestEventSchema = Type.Object(
           'For `identify`, keys are traits (`email`, `first_name`, `last_name` set those fields), at most ' +
           `${TRAIT_LIMITS.keysPerWrite} keys in all, nested keys included (docs/profiles.md, "Limits"). ` +
           `For \`order\`: \`order_id\` (string ≤ 200, required), \`total\` (number 0–${MAX_AMOUNT}, required), ` +
-          '`currency` (ISO 4217 code, default `USD`), `status` (`pending`, `completed` (default), ' +
-          `\`cancelled\`, \`refunded\`), \`items\` (≤ ${LIMITS.orderItems} of \`{product_id (required), ` +
+          '`currency` (ISO 4217 code, default `USD`), `status` (one of ' +
+          `${ORDER_STATUSES.map((s) => `\`${s}\``).join(', ')}, any case; default \`${DEFAULT_STATUS}\`), ` +
+          `\`items\` (≤ ${MAX_ITEMS} of \`{product_id (required), ` +
           `name, price (0–${MAX_AMOUNT}), quantity (integer 1–${MAX_QUANTITY}), category}\`). Amounts are ` +
           'stored with 2 decimals.',
       }),

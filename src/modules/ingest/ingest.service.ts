@@ -3,12 +3,14 @@ import { type Db, isDataError, isStorageUnavailable } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newSortableId } from '../../platform/ids';
 import type { ResolvedKey } from '../api-keys/api-keys.service';
+import { type NewEvent, normalizeEvent, storeEventRows } from './append-events';
 import { createGroupCommit, GroupCommitRefused, type GroupCommitStats } from './group-commit';
-import * as repo from './ingest.repo';
-import type { IngestEvent } from './ingest.schemas';
+import type * as repo from './ingest.repo';
 
 /**
- * The durable append path shared by every ingest request of this process. `write` resolves with the
+ * The HTTP routes' way into the log (append-events.ts): the routes validate at the door, the
+ * handlers normalise (normalizeEvent), and this writer stores the rows of many concurrent requests
+ * with one storeEventRows call per flush (group commit). `write` resolves with the
  * stored event ids only after the rows are committed, so a 202 built on it is never ahead of the
  * database; it rejects with 503 UNAVAILABLE (and Retry-After) if the commit failed.
  */
@@ -41,54 +43,6 @@ const unavailable = (why: string) =>
     headers: { 'retry-after': '1' },
   });
 
-const messageKey = (workspaceId: string, messageId: string) => `${workspaceId} ${messageId}`;
-
-/**
- * Writes the rows of several requests with one INSERT and resolves each request's ids.
- * A message_id seen twice (in this flush or already stored) maps every copy to the one stored id.
- */
-export async function storeRequests(db: Db, requests: repo.NewEventRow[][]): Promise<string[][]> {
-  const unique: repo.NewEventRow[] = [];
-  const firstByKey = new Map<string, repo.NewEventRow>();
-  for (const rows of requests) {
-    for (const row of rows) {
-      if (row.message_id === null) unique.push(row);
-      else {
-        const k = messageKey(row.workspace_id, row.message_id);
-        if (!firstByKey.has(k)) {
-          firstByKey.set(k, row);
-          unique.push(row);
-        }
-      }
-    }
-  }
-
-  const storedId = new Map<string, string>();
-  let toInsert = unique;
-  // A conflicting original can vanish before it is read back (a profile erasure deletes its
-  // events); the re-sent copy is then inserted on the next pass. Three passes end any such race.
-  for (let pass = 0; pass < 3 && toInsert.length > 0; pass++) {
-    const inserted = await repo.insertEvents(db, toInsert);
-    const withKey = toInsert.filter((r) => r.message_id !== null);
-    if (inserted === toInsert.length || withKey.length === 0) {
-      for (const r of withKey) storedId.set(messageKey(r.workspace_id, r.message_id!), r.id);
-      toInsert = [];
-      break;
-    }
-    const found = await repo.findEventIdsByMessageId(
-      db,
-      withKey.map((r) => ({ workspace_id: r.workspace_id, message_id: r.message_id! })),
-    );
-    for (const f of found) storedId.set(messageKey(f.workspace_id, f.message_id), f.id);
-    toInsert = withKey.filter((r) => !storedId.has(messageKey(r.workspace_id, r.message_id!)));
-  }
-  if (toInsert.length > 0) throw new Error('message_id de-duplication did not settle after 3 passes');
-
-  return requests.map((rows) =>
-    rows.map((r) => (r.message_id === null ? r.id : storedId.get(messageKey(r.workspace_id, r.message_id))!)),
-  );
-}
-
 export function createEventWriter(db: Db, log: Logger, opts: EventWriterOptions = {}): EventWriter {
   const gc = createGroupCommit<repo.NewEventRow[], string[]>({
     maxInFlight: opts.maxInFlight ?? 2,
@@ -98,7 +52,7 @@ export function createEventWriter(db: Db, log: Logger, opts: EventWriterOptions 
     maxWaitMs: opts.maxWaitMs ?? EVENT_WRITER_MAX_WAIT_MS,
     async flush(requests) {
       try {
-        return await storeRequests(db, requests);
+        return await storeEventRows(db, requests);
       } catch (err) {
         // A row the validator let through but the database refuses must not fail its neighbours:
         // retry each request alone so only the culprit fails.
@@ -107,7 +61,7 @@ export function createEventWriter(db: Db, log: Logger, opts: EventWriterOptions 
           const results: Array<string[] | Error> = [];
           for (const rows of requests) {
             try {
-              results.push((await storeRequests(db, [rows]))[0]!);
+              results.push((await storeEventRows(db, [rows]))[0]!);
             } catch (e) {
               log.error({ err: e }, 'event append failed');
               results.push(unavailable('could not store the events'));
@@ -154,46 +108,22 @@ export function createEventWriter(db: Db, log: Logger, opts: EventWriterOptions 
   };
 }
 
-/** Defaults the contract gives order events, made explicit so every reader of the log sees them. */
-function withOrderDefaults(payload: Record<string, unknown>): Record<string, unknown> {
-  const currency = typeof payload.currency === 'string' ? payload.currency.toUpperCase() : 'USD';
-  return { ...payload, currency, status: payload.status ?? 'completed' };
-}
-
-/** A validated event → the row to append. `receivedAt` stands in for a missing `timestamp`. */
-export function toEventRow(ev: IngestEvent, key: ResolvedKey, receivedAt: string): repo.NewEventRow {
-  const payload = ev.payload ?? {};
-  return {
-    id: newSortableId('evt'),
-    workspace_id: key.workspaceId,
-    message_id: ev.message_id ?? null,
-    event_type: ev.event_type,
-    event_name: ev.event_name,
-    // UUIDs compare case-insensitively; one spelling keeps one identity node per cookie.
-    anonymous_id: ev.anonymous_id?.toLowerCase() ?? null,
-    identity: ev.identity ?? null,
-    payload: ev.event_type === 'order' ? withOrderDefaults(payload) : payload,
-    occurred_at: ev.timestamp ? new Date(ev.timestamp).toISOString() : receivedAt,
-    received_at: receivedAt,
-    api_key_id: key.id,
-  };
-}
-
 export async function ingestEvent(
   writer: EventWriter,
   key: ResolvedKey,
-  ev: IngestEvent,
+  ev: NewEvent,
 ): Promise<{ status: 'enqueued'; event_id: string }> {
-  const [id] = await writer.write([toEventRow(ev, key, new Date().toISOString())]);
+  const src = { workspaceId: key.workspaceId, apiKeyId: key.id, receivedAt: new Date().toISOString() };
+  const [id] = await writer.write([normalizeEvent(ev, src)]);
   return { status: 'enqueued', event_id: id! };
 }
 
 export async function ingestBatch(
   writer: EventWriter,
   key: ResolvedKey,
-  events: IngestEvent[],
+  events: NewEvent[],
 ): Promise<{ status: 'enqueued'; batch_id: string; count: number; event_ids: string[] }> {
-  const receivedAt = new Date().toISOString();
-  const ids = await writer.write(events.map((ev) => toEventRow(ev, key, receivedAt)));
+  const src = { workspaceId: key.workspaceId, apiKeyId: key.id, receivedAt: new Date().toISOString() };
+  const ids = await writer.write(events.map((ev) => normalizeEvent(ev, src)));
   return { status: 'enqueued', batch_id: newSortableId('bat'), count: ids.length, event_ids: ids };
 }

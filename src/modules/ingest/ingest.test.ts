@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../../test/harness';
 import { validationDetails } from '../../platform/http/errors-handler';
 import { newSortableId } from '../../platform/ids';
-import { updateSettings } from '../workspaces/workspaces.repo';
+import { updateWorkspaceSettings } from '../workspaces';
 import type { NewEventRow } from './ingest.repo';
 import { checkBatchItems } from './ingest.routes';
 import { checkBatch } from './ingest.rules';
@@ -321,7 +321,7 @@ describe('POST /tenant/ingest/batch', () => {
 
   it('charges the batch tier per event and answers 429 with Retry-After when it is spent', async () => {
     const other = await svc.newWorkspace('limited');
-    await updateSettings(svc.rt.deps.db, other.id, { rate_limits: { batch_events_per_minute: 5 } });
+    await updateWorkspaceSettings(svc.rt.deps.db, other.id, { rate_limits: { batch_events_per_minute: 5 } });
     const first = await svc.call('POST', '/tenant/ingest/batch', {
       key: other.adminKey,
       body: [track(), track(), track()],

@@ -1,8 +1,10 @@
 import { Type } from 'typebox';
-import { PageQuery, pageRequest } from '../../platform/cursor';
 import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
+import { paged, pagedQuery, pageOf } from '../../platform/http/paging';
+import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
-import * as processing from './processing.service';
+import { EventViewSchema } from '../ingest';
+import * as processing from './dead-letters.service';
 
 const tags = ['dead letters'];
 const security = [{ apiKey: [] }];
@@ -12,16 +14,7 @@ const DeadLetterSchema = Type.Object({
   reason: Type.String({ description: 'Why the worker could not apply the event.' }),
   attempts: Type.Integer(),
   failed_at: Type.String({ format: 'date-time' }),
-  event: Type.Object({
-    id: Type.String(),
-    event_type: Type.String(),
-    event_name: Type.String(),
-    anonymous_id: Type.Union([Type.String(), Type.Null()]),
-    identity: Type.Union([Type.String(), Type.Null()]),
-    payload: Type.Object({}, { additionalProperties: true }),
-    timestamp: Type.String({ format: 'date-time' }),
-    received_at: Type.String({ format: 'date-time' }),
-  }),
+  event: EventViewSchema,
 });
 
 /**
@@ -38,17 +31,13 @@ export function registerDeadLetterRoutes(app: App, deps: AppDeps): void {
         tags,
         security,
         summary: 'Events the worker could not apply, oldest first, with the reason.',
-        querystring: Type.Object(PageQuery, { additionalProperties: false }),
+        querystring: pagedQuery(),
         response: { 200: PageEnvelope(DeadLetterSchema) },
       },
     },
     async (req) => {
-      const scope = { collection: 'dead-letters', workspaceId: req.apiKey!.workspaceId, parent: null };
-      const page = pageRequest(deps.cursors, scope, req.query);
-      return {
-        status: 'success' as const,
-        ...(await processing.listDeadLetters(deps.db, deps.cursors, req.apiKey!.workspaceId, page)),
-      };
+      const page = pageOf(req, deps.cursors, 'dead-letters');
+      return paged(await processing.listDeadLetters(deps.db, deps.cursors, workspaceOf(req), page));
     },
   );
 
@@ -68,6 +57,6 @@ export function registerDeadLetterRoutes(app: App, deps: AppDeps): void {
         },
       },
     },
-    async (req) => ok(await processing.requeueDeadLetter(deps.db, req.apiKey!.workspaceId, req.params.id)),
+    async (req) => ok(await processing.requeueDeadLetter(deps.db, workspaceOf(req), req.params.id)),
   );
 }

@@ -53,26 +53,3 @@ describe('ordering across workers', () => {
     );
   });
 });
-
-describe('the order gate', () => {
-  it('lets one holder in at a time, in arrival order', async () => {
-    const { createGate } = await import('./processing.service');
-    const gate = createGate();
-    const log: string[] = [];
-    const first = await gate.acquire();
-    const second = gate.acquire().then((release) => {
-      log.push('second in');
-      return release;
-    });
-    const third = gate.acquire().then((release) => {
-      log.push('third in');
-      release();
-    });
-    await new Promise((r) => setTimeout(r, 10));
-    expect(log).toEqual([]);
-    first();
-    (await second)();
-    await third;
-    expect(log).toEqual(['second in', 'third in']);
-  });
-});

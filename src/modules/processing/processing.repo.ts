@@ -1,53 +1,50 @@
 import type { Queryable } from '../../platform/db';
+import { newSortableId } from '../../platform/ids';
+import { type EventRecord, eventRecordColumns } from '../ingest';
 
-export interface ClaimedEvent {
-  seq: number;
-  id: string;
-  workspace_id: string;
-  event_type: string;
-  event_name: string;
-  anonymous_id: string | null;
-  identity: string | null;
-  payload: Record<string, unknown>;
-  occurred_at: Date;
-  api_key_id: string | null;
-}
+/** An event as the pipeline reads it: the log's one record shape, with its workspace and key. */
+export type ClaimedEvent = EventRecord & { workspace_id: string; api_key_id: string | null };
+
+/** Columns of a claimed event: the event as the pipeline reads it. */
+const EVENT_COLUMNS = `${eventRecordColumns('e')}, e.workspace_id, e.api_key_id`;
+
+/*
+ * The joins from the backlog to the log are LATERAL on purpose: one primary-key probe per waiting
+ * event. A plain join lets the planner hash the whole log (a sequential scan of every event ever
+ * received: 95 ms at 100k events, measured) whenever its statistics are stale, which they are
+ * without autovacuum.
+ */
 
 /**
- * Makes the next statements walk the backlog index in seq order. With a backlog that grew faster
- * than the statistics (a burst, a bulk load) the planner otherwise estimates a few hundred waiting
- * rows and picks a bitmap scan that reads and sorts the whole backlog to return the first 1000 (65 ms
- * instead of 5 ms at a 50,000-event backlog, measured); the bitmap scan also never marks dead index
- * entries, so the index walk would keep growing until the next vacuum. Transaction-local.
+ * Claims the oldest waiting events that no other worker holds (migrations/0006_event_backlog.sql).
+ * The backlog rows stay locked until the claiming transaction ends, which is also where they are
+ * deleted and the events marked processed: exactly once. A seq whose event is gone (its workspace
+ * deleted, or erased) comes back with `id` null; markProcessed removes it.
  */
-export async function preferIndexOrder(q: Queryable, on: boolean): Promise<void> {
-  const v = on ? 'off' : 'on';
-  await q.query(
-    `SELECT set_config('enable_bitmapscan', $1, true), set_config('enable_sort', $1, true),
-            set_config('enable_seqscan', $1, true)`,
-    [v],
-  );
-}
-
-/**
- * Claims the oldest unprocessed events that no other worker holds. The row locks last until the
- * claiming transaction ends, which is also where the events are marked processed: exactly once.
- */
-export async function claimEvents(q: Queryable, limit: number): Promise<ClaimedEvent[]> {
-  const { rows } = await q.query<ClaimedEvent>(
-    `SELECT seq, id, workspace_id, event_type, event_name, anonymous_id, identity, payload, occurred_at, api_key_id
-       FROM events WHERE processed_at IS NULL
-      ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
+export async function claimEvents(
+  q: Queryable,
+  limit: number,
+): Promise<{ events: ClaimedEvent[]; gone: number[] }> {
+  const { rows } = await q.query<ClaimedEvent & { claimed: number }>(
+    `WITH c AS (SELECT seq FROM event_backlog ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+     SELECT c.seq AS claimed, ${EVENT_COLUMNS}
+       FROM c LEFT JOIN LATERAL (SELECT * FROM events WHERE seq = c.seq) e ON true ORDER BY c.seq`,
     [limit],
   );
-  return rows;
+  const events: ClaimedEvent[] = [];
+  const gone: number[] = [];
+  for (const { claimed, ...e } of rows) {
+    if (e.id === null) gone.push(Number(claimed));
+    else events.push(e);
+  }
+  return { events, gone };
 }
 
-/** Claims one given event if it is still unprocessed and free (dead-lettering it). */
+/** Claims one given event if it is still waiting and free (dead-lettering it). */
 export async function claimEvent(q: Queryable, seq: number): Promise<ClaimedEvent | null> {
   const { rows } = await q.query<ClaimedEvent>(
-    `SELECT seq, id, workspace_id, event_type, event_name, anonymous_id, identity, payload, occurred_at, api_key_id
-       FROM events WHERE seq = $1 AND processed_at IS NULL FOR UPDATE SKIP LOCKED`,
+    `SELECT ${EVENT_COLUMNS} FROM event_backlog b JOIN events e ON e.seq = b.seq
+      WHERE b.seq = $1 FOR UPDATE OF b SKIP LOCKED`,
     [seq],
   );
   return rows[0] ?? null;
@@ -61,7 +58,7 @@ export interface PendingEvent {
 }
 
 /**
- * Unprocessed events older than `beforeSeq` that are not in this batch: held by another worker right
+ * Waiting events older than `beforeSeq` that are not in this batch: held by another worker right
  * now (or just released by one). An event of this batch sharing an identifier or a profile with one
  * of them must wait, so that one profile's events are applied in order.
  */
@@ -72,43 +69,63 @@ export async function findPendingBefore(
   limit: number,
 ): Promise<PendingEvent[]> {
   const { rows } = await q.query<PendingEvent>(
-    `SELECT seq, workspace_id, anonymous_id, identity FROM events
-      WHERE processed_at IS NULL AND seq < $1 AND seq <> ALL($2::bigint[])
-      ORDER BY seq LIMIT $3`,
+    `SELECT b.seq, e.workspace_id, e.anonymous_id, e.identity
+       FROM (SELECT seq FROM event_backlog WHERE seq < $1 AND seq <> ALL($2::bigint[]) ORDER BY seq LIMIT $3) b
+       CROSS JOIN LATERAL (SELECT workspace_id, anonymous_id, identity FROM events WHERE seq = b.seq) e`,
     [beforeSeq, mine, limit],
   );
   return rows;
 }
 
-export async function markProcessed(
-  q: Queryable,
-  rows: ReadonlyArray<{ seq: number; profile_id: string | null }>,
-): Promise<void> {
-  if (rows.length === 0) return;
-  await q.query(
-    `UPDATE events e SET processed_at = now(), profile_id = u.profile_id
-       FROM jsonb_to_recordset($1::jsonb) AS u(seq bigint, profile_id uuid)
-      WHERE e.seq = u.seq`,
-    [JSON.stringify(rows)],
-  );
-}
-
-/** Events of erased-and-suppressed people are not kept: they would only re-identify them. */
-export async function deleteEvents(q: Queryable, seqs: readonly number[]): Promise<void> {
+/** Takes these events off the backlog (their events are marked by the ingest module). */
+export async function removeFromBacklog(q: Queryable, seqs: readonly number[]): Promise<void> {
   if (seqs.length === 0) return;
-  await q.query('DELETE FROM events WHERE seq = ANY($1::bigint[])', [seqs]);
+  await q.query('DELETE FROM event_backlog WHERE seq = ANY($1::bigint[])', [seqs]);
 }
 
-export async function insertDeadLetters(
-  q: Queryable,
-  rows: ReadonlyArray<{
-    id: string;
-    workspace_id: string;
-    event_seq: number;
-    reason: string;
-    attempts: number;
-  }>,
-): Promise<void> {
+/** Puts an event back on the backlog (a re-queued dead letter). */
+export async function addToBacklog(q: Queryable, seq: number): Promise<void> {
+  await q.query('INSERT INTO event_backlog (seq) VALUES ($1) ON CONFLICT DO NOTHING', [seq]);
+}
+
+/**
+ * Removes dead rows of the backlog and their index entries. Without it every claim walks the index
+ * entries of all the events processed since the last vacuum (no autovacuum on PGlite, and often off
+ * or late on servers). Cannot run inside a transaction.
+ */
+export async function vacuumBacklog(q: Queryable): Promise<void> {
+  await q.query('VACUUM event_backlog');
+}
+
+/** How many events wait (benchmarks, tests, /health detail). */
+export async function countBacklog(q: Queryable): Promise<number> {
+  const { rows } = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM event_backlog');
+  return rows[0]!.n;
+}
+
+export interface DeadLetterWrite {
+  id: string;
+  workspace_id: string;
+  event_seq: number;
+  reason: string;
+  attempts: number;
+}
+
+/** A dead letter for an event (the reason cut to 1,000 characters). */
+export const deadLetter = (
+  workspaceId: string,
+  seq: number,
+  reason: string,
+  attempts = 1,
+): DeadLetterWrite => ({
+  id: newSortableId('dlq'),
+  workspace_id: workspaceId,
+  event_seq: seq,
+  reason: reason.slice(0, 1000),
+  attempts,
+});
+
+export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterWrite[]): Promise<void> {
   if (rows.length === 0) return;
   await q.query(
     `INSERT INTO dead_letters (id, workspace_id, event_seq, reason, attempts)
@@ -120,32 +137,13 @@ export async function insertDeadLetters(
   );
 }
 
-export async function loadWorkspaceSettings(
-  q: Queryable,
-  ids: readonly string[],
-): Promise<Array<{ id: string; settings: Record<string, unknown> }>> {
-  if (ids.length === 0) return [];
-  const { rows } = await q.query<{ id: string; settings: Record<string, unknown> }>(
-    'SELECT id, settings FROM workspaces WHERE id = ANY($1::uuid[])',
-    [ids],
-  );
-  return rows;
-}
-
 export interface DeadLetterRow {
   seq: number;
   id: string;
   reason: string;
   attempts: number;
   created_at: Date;
-  event_id: string;
-  event_type: string;
-  event_name: string;
-  anonymous_id: string | null;
-  identity: string | null;
-  payload: Record<string, unknown>;
-  occurred_at: Date;
-  received_at: Date;
+  event: EventRecord;
 }
 
 export async function listDeadLetters(
@@ -154,34 +152,44 @@ export async function listDeadLetters(
   afterSeq: number | null,
   limit: number,
 ): Promise<DeadLetterRow[]> {
-  const { rows } = await q.query<DeadLetterRow>(
-    `SELECT d.seq, d.id, d.reason, d.attempts, d.created_at, e.id AS event_id, e.event_type, e.event_name,
-            e.anonymous_id, e.identity, e.payload, e.occurred_at, e.received_at
+  type Row = Omit<EventRecord, 'seq'> & {
+    dlq_seq: number;
+    dlq_id: string;
+    reason: string;
+    attempts: number;
+    failed_at: Date;
+    event_seq: number;
+  };
+  // The dead letter's own columns are renamed: an EventRecord has an id and a seq too.
+  const { rows } = await q.query<Row>(
+    `SELECT d.seq AS dlq_seq, d.id AS dlq_id, d.reason, d.attempts, d.created_at AS failed_at,
+            d.event_seq, ${eventRecordColumns('e').replace('e.seq, ', '')}
        FROM dead_letters d JOIN events e ON e.seq = d.event_seq
       WHERE d.workspace_id = $1 AND ($2::bigint IS NULL OR d.seq > $2::bigint)
       ORDER BY d.seq LIMIT $3`,
     [workspaceId, afterSeq, limit],
   );
-  return rows;
+  return rows.map(({ dlq_seq, dlq_id, reason, attempts, failed_at, event_seq, ...e }) => ({
+    seq: dlq_seq,
+    id: dlq_id,
+    reason,
+    attempts,
+    created_at: failed_at,
+    event: { ...e, seq: event_seq },
+  }));
 }
 
-/** Puts a dead-lettered event back in the stream; false when there is no such dead letter. */
-export async function requeueDeadLetter(
+/** Removes a dead letter; the seq of its event, or null when there is no such dead letter. */
+export async function deleteDeadLetter(
   q: Queryable,
   workspaceId: string,
   id: string,
-): Promise<string | null> {
+): Promise<number | null> {
   const { rows } = await q.query<{ event_seq: number }>(
     'DELETE FROM dead_letters WHERE workspace_id = $1 AND id = $2 RETURNING event_seq',
     [workspaceId, id],
   );
-  const seq = rows[0]?.event_seq;
-  if (seq === undefined) return null;
-  const ev = await q.query<{ id: string }>(
-    'UPDATE events SET processed_at = NULL, profile_id = NULL WHERE seq = $1 RETURNING id',
-    [seq],
-  );
-  return ev.rows[0]?.id ?? null;
+  return rows[0]?.event_seq ?? null;
 }
 
 /** Wakes every worker listening (delivered at COMMIT). */

@@ -1,7 +1,7 @@
 import type { Db } from '../../platform/db';
-import { newSortableId } from '../../platform/ids';
+import { appendEvents } from '../ingest';
 
-/** Test helpers: events written straight into the log (as the ingest path would), and waiting for the worker. */
+/** Test helpers: events appended to the log as the ingest path appends them, and waiting for the worker. */
 export interface TestEvent {
   anonymous_id?: string;
   identity?: string;
@@ -10,32 +10,26 @@ export interface TestEvent {
   payload?: Record<string, unknown>;
   /** Event time (ISO); defaults to now. */
   at?: string;
+  message_id?: string;
 }
 
+/**
+ * Appends the events in one statement through the ingest module's appendEvents (normalisation and
+ * message_id de-duplication as for ingested events) and answers their ids in order. `unchecked`
+ * skips the ingest rules: for tests of the worker's defences against rows the door would refuse.
+ */
 export async function insertTestEvents(
   db: Db,
   workspaceId: string,
   events: readonly TestEvent[],
+  opts: { unchecked?: boolean } = {},
 ): Promise<string[]> {
-  const rows = events.map((e) => ({
-    id: newSortableId('evt'),
-    workspace_id: workspaceId,
-    event_type: e.event_type,
-    event_name: e.event_name,
-    anonymous_id: e.anonymous_id ?? null,
-    identity: e.identity ?? null,
-    payload: e.payload ?? {},
-    occurred_at: e.at ?? new Date().toISOString(),
-  }));
-  await db.query(
-    `INSERT INTO events (id, workspace_id, event_type, event_name, anonymous_id, identity, payload, occurred_at)
-     SELECT id, workspace_id, event_type, event_name, anonymous_id, identity, payload, occurred_at
-       FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (id text, workspace_id uuid, event_type text, event_name text,
-            anonymous_id text, identity text, payload jsonb, occurred_at timestamptz)) WITH ORDINALITY AS r
-      ORDER BY ordinality`,
-    [JSON.stringify(rows)],
+  const { ids } = await appendEvents(
+    db,
+    events.map(({ at, ...e }) => ({ ...e, timestamp: at ?? new Date().toISOString() })),
+    { workspaceId, validate: opts.unchecked !== true },
   );
-  return rows.map((r) => r.id);
+  return ids;
 }
 
 /** Resolves once no event is waiting (processed, dead-lettered or dropped); fails after `timeoutMs`. */

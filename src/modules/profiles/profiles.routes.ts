@@ -1,5 +1,6 @@
-import { pageRequest } from '../../platform/cursor';
 import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
+import { paged, pageOf } from '../../platform/http/paging';
+import { principalOf, workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
 import {
   DeleteProfileQuery,
@@ -32,15 +33,10 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
     },
     async (req) => {
       const { email, identity } = req.query;
-      const scope = { collection: 'profiles', workspaceId: req.apiKey!.workspaceId, parent: null };
-      const page = pageRequest(deps.cursors, scope, req.query);
-      return {
-        status: 'success' as const,
-        ...(await profiles.listProfiles(deps.db, deps.cursors, req.apiKey!.workspaceId, page, {
-          email,
-          identity,
-        })),
-      };
+      const page = pageOf(req, deps.cursors, 'profiles');
+      return paged(
+        await profiles.listProfiles(deps.db, deps.cursors, workspaceOf(req), page, { email, identity }),
+      );
     },
   );
 
@@ -56,7 +52,7 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(ProfileSchema) },
       },
     },
-    async (req) => ok(await profiles.getProfile(deps.db, req.apiKey!.workspaceId, req.params.id)),
+    async (req) => ok(await profiles.getProfile(deps.db, workspaceOf(req), req.params.id)),
   );
 
   app.post(
@@ -73,8 +69,7 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(ProfileSchema) },
       },
     },
-    async (req) =>
-      ok(await profiles.upsertProfile(deps.db, req.apiKey!.workspaceId, req.apiKey!.id, req.body)),
+    async (req) => ok(await profiles.upsertProfile(deps.db, workspaceOf(req), principalOf(req).id, req.body)),
   );
 
   app.delete(
@@ -94,9 +89,9 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
     },
     async (req) =>
       ok(
-        await profiles.eraseProfile(deps.db, deps.log, req.apiKey!.workspaceId, req.params.id, {
+        await profiles.eraseProfile(deps.db, deps.log, workspaceOf(req), req.params.id, {
           suppress: req.query.suppress ?? false,
-          apiKeyId: req.apiKey!.id,
+          apiKeyId: principalOf(req).id,
         }),
       ),
   );
@@ -116,19 +111,10 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
     },
     async (req) => {
       // Bound to the id as written: a merged-away id keeps its own cursors, not the survivor's.
-      const { workspaceId } = req.apiKey!;
-      const scope = { collection: 'profile-events', workspaceId, parent: req.params.id };
-      const page = pageRequest(deps.cursors, scope, req.query);
-      return {
-        status: 'success' as const,
-        ...(await profiles.listProfileEvents(
-          deps.db,
-          deps.cursors,
-          req.apiKey!.workspaceId,
-          req.params.id,
-          page,
-        )),
-      };
+      const page = pageOf(req, deps.cursors, 'profile-events', req.params.id);
+      return paged(
+        await profiles.listProfileEvents(deps.db, deps.cursors, workspaceOf(req), req.params.id, page),
+      );
     },
   );
 
@@ -146,13 +132,8 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const { workspaceId } = req.apiKey!;
-      const scope = { collection: 'profile-lineage', workspaceId, parent: req.params.id };
-      const page = pageRequest(deps.cursors, scope, req.query);
-      return {
-        status: 'success' as const,
-        ...(await profiles.listLineage(deps.db, deps.cursors, req.apiKey!.workspaceId, req.params.id, page)),
-      };
+      const page = pageOf(req, deps.cursors, 'profile-lineage', req.params.id);
+      return paged(await profiles.listLineage(deps.db, deps.cursors, workspaceOf(req), req.params.id, page));
     },
   );
 }

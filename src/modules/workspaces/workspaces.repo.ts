@@ -59,3 +59,16 @@ export async function ensureSystemSetting(q: Queryable, key: string, value: stri
   ]);
   return (await getSystemSetting(q, key))!;
 }
+
+/** The settings of these workspaces (absent ones are left out). */
+export async function loadSettings(
+  q: Queryable,
+  ids: readonly string[],
+): Promise<Array<{ id: string; settings: Record<string, unknown> }>> {
+  if (ids.length === 0) return [];
+  const { rows } = await q.query<{ id: string; settings: Record<string, unknown> }>(
+    'SELECT id, settings FROM workspaces WHERE id = ANY($1::uuid[])',
+    [[...new Set(ids)]],
+  );
+  return rows;
+}

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../../platform/db';
+import type { Db, Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { newUuid } from '../../platform/ids';
-import { type CreatedApiKey, createKey } from '../api-keys/api-keys.service';
+import { type CreatedApiKey, createKey } from '../api-keys';
 import * as repo from './workspaces.repo';
 
 export interface WorkspaceView {
@@ -59,4 +59,26 @@ export async function loadCursorSecret(db: Db): Promise<string> {
   return db.transaction((tx) =>
     repo.ensureSystemSetting(tx, 'cursor_secret', randomBytes(32).toString('base64url')),
   );
+}
+
+/** The workspace, or null when there is none with this id (the id must be a UUID). */
+export async function findWorkspace(db: Queryable, id: string): Promise<repo.WorkspaceRow | null> {
+  return repo.findWorkspace(db, id);
+}
+
+/** Merges `patch` into the workspace's settings (top-level keys replace). */
+export async function updateWorkspaceSettings(
+  q: Queryable,
+  id: string,
+  patch: Record<string, unknown>,
+): Promise<void> {
+  await repo.updateSettings(q, id, patch);
+}
+
+/** The settings of these workspaces (the worker reads them once per batch); absent ones are left out. */
+export function loadWorkspaceSettings(
+  q: Queryable,
+  ids: readonly string[],
+): Promise<Array<{ id: string; settings: Record<string, unknown> }>> {
+  return repo.loadSettings(q, ids);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isConflict, isContention, isDataError, isStorageUnavailable } from './errors';
+import { classifyDbError, isConflict, isContention, isDataError, isStorageUnavailable } from './errors';
 
 describe('isStorageUnavailable', () => {
   const withCode = (code: string) => Object.assign(new Error('x'), { code });
@@ -60,5 +60,38 @@ describe('the other classes of database errors', () => {
     for (const e of [null, undefined, 'x', new Error('40P01'), { code: 40001 }]) {
       expect([isConflict(e), isContention(e), isDataError(e)]).toEqual([false, false, false]);
     }
+  });
+});
+
+describe('classifyDbError', () => {
+  const withCode = (code: unknown, message = 'x') => Object.assign(new Error(message), { code });
+
+  it.each([
+    ['unavailable', ['08006', '08001', '08P01', '53300', '53100', '57P01', '57P02', '57P03']],
+    ['unavailable', ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'STORAGE_UNAVAILABLE']],
+    ['conflict', ['40001', '40P01']],
+    ['contention', ['55P03']],
+    ['duplicate', ['23505']],
+    ['data', ['22P02', '22001', '22003', '23502', '23503', '23514']],
+    ['other', ['42P01', '42601', '57014', '57P04', '0A000', '25P02', 'FST_ERR_BAD_URL', 'constructor']],
+  ])('puts each code in its kind: %s', (kind, codes) => {
+    for (const c of codes) expect(classifyDbError(withCode(c)), c).toBe(kind);
+  });
+
+  it('falls back on the message only to recognise an outage, matched at its start', () => {
+    expect(classifyDbError(new Error('Connection terminated unexpectedly'))).toBe('unavailable');
+    expect(classifyDbError(new Error('PGlite thread failed: out of memory'))).toBe('unavailable');
+    expect(classifyDbError(new Error('the message says Connection terminated'))).toBe('other');
+    expect(classifyDbError(new Error('40P01'))).toBe('other');
+  });
+
+  it('lets an outage win over the code it carries: unavailable and nothing else', () => {
+    expect(classifyDbError(withCode('40001', 'Connection terminated unexpectedly'))).toBe('unavailable');
+    expect(classifyDbError(withCode('23505', 'database is closed'))).toBe('unavailable');
+  });
+
+  it('answers other for anything that is not an error object with a string code', () => {
+    for (const e of [null, undefined, 'ECONNREFUSED', 40001, { code: 40001 }, {}, new Error('boom')])
+      expect(classifyDbError(e), String(e)).toBe('other');
   });
 });

@@ -1,72 +1,62 @@
 /**
- * The one place that classifies database errors. Callers ask the question they act on:
+ * The one place that classifies database errors: classifyDbError puts each error in the one kind
+ * its caller acts on, from the tables below. The `is…` questions are answered from that kind:
  * - isStorageUnavailable: the database could not answer; retry later, never blame the data;
  * - isConflict: the transaction lost a race and was rolled back; run it again at once;
  * - isContention: a conflict, or a lock or unique-key race with another writer;
  * - isDataError: the rows themselves were refused (SQLSTATE classes 22 and 23).
  */
 
-const sqlstate = (err: unknown): string | null => {
-  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  return typeof code === 'string' ? code : null;
-};
+export type DbErrorKind =
+  /** The database could not be reached, went away or did not answer in time; the same request may succeed shortly. */
+  | 'unavailable'
+  /** Serialization failure or deadlock: PostgreSQL rolled back, and the same work may simply run again. */
+  | 'conflict'
+  /** A lock another writer holds was not available (NOWAIT). */
+  | 'contention'
+  /** A unique key another row already holds: a race with another writer, and a refusal of the row. */
+  | 'duplicate'
+  /** Refused because of what some row holds (data exception, integrity constraint violation). */
+  | 'data'
+  | 'other';
 
-/** Serialization failure and deadlock: PostgreSQL rolled back, and the same work may simply run again. */
-export function isConflict(err: unknown): boolean {
-  const code = sqlstate(err);
-  return code === '40001' || code === '40P01';
-}
+// Maps, not plain objects: a code such as 'constructor' must not find Object.prototype's.
+const entries = (table: Record<string, DbErrorKind>) => new Map(Object.entries(table));
 
-/** A conflict, a lock not available (55P03) or a unique-key race with another writer (23505). */
-export function isContention(err: unknown): boolean {
-  const code = sqlstate(err);
-  return isConflict(err) || code === '55P03' || code === '23505';
-}
+/** Exact codes: SQLSTATEs, the socket errors `pg` passes on, and the mark an adapter may set. */
+const BY_CODE: ReadonlyMap<string, DbErrorKind> = entries({
+  // An adapter may mark an error it knows is an outage; the robust way, messages are the fallback.
+  STORAGE_UNAVAILABLE: 'unavailable',
+  '57P01': 'unavailable', // admin shutdown
+  '57P02': 'unavailable', // crash shutdown
+  '57P03': 'unavailable', // cannot connect now
+  ECONNREFUSED: 'unavailable',
+  ECONNRESET: 'unavailable',
+  ETIMEDOUT: 'unavailable',
+  EPIPE: 'unavailable',
+  ENOTFOUND: 'unavailable',
+  EHOSTUNREACH: 'unavailable',
+  ENETUNREACH: 'unavailable',
+  EAI_AGAIN: 'unavailable',
+  '40001': 'conflict', // serialization failure
+  '40P01': 'conflict', // deadlock detected
+  '55P03': 'contention', // lock not available
+  '23505': 'duplicate', // unique violation
+});
 
-/** Refused because of what some row holds (data exception, integrity constraint violation). */
-export function isDataError(err: unknown): boolean {
-  const code = sqlstate(err);
-  return code !== null && (code.startsWith('22') || code.startsWith('23'));
-}
+/** SQLSTATE classes (the first two characters), for codes not in BY_CODE. */
+const BY_CLASS: ReadonlyMap<string, DbErrorKind> = entries({
+  '08': 'unavailable', // connection exception
+  '53': 'unavailable', // insufficient resources: too many connections, disk full, out of memory
+  '22': 'data', // data exception
+  '23': 'data', // integrity constraint violation
+});
 
 /**
- * Storage failures, shared by the HTTP error handler (503 UNAVAILABLE with
- * Retry-After instead of 500), the ingest writer and the processing worker (retry forever, never
- * dead-letter). "Unavailable" means the statement did not fail because of what it asked: the
- * database could not be reached, went away, or did not answer in time, and the same request may
- * succeed shortly.
- *
- * - PostgreSQL SQLSTATE class 08 (connection exception), 57P01–57P03 (admin shutdown, crash
- *   shutdown, cannot connect now), class 53 (insufficient resources: too many connections, disk
- *   full, out of memory);
- * - socket errors from `pg` (refused, reset, timed out, unreachable);
- * - `pg`'s own messages for a lost or timed-out connection, a closed pool, a PGlite instance or
- *   thread that is gone (messages are the fallback; an adapter may instead mark an error with
- *   `code: 'STORAGE_UNAVAILABLE'`, which is the robust way).
+ * Messages of errors that carry no code: `pg`'s own for a lost or timed-out connection or a closed
+ * pool, and those of a PGlite instance or thread that is gone. Matched at the start only.
  */
-export function isStorageUnavailable(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === 'string') {
-    if (code === 'STORAGE_UNAVAILABLE') return true;
-    if (code.startsWith('08') || code.startsWith('53') || /^57P0[123]$/.test(code)) return true;
-    if (SOCKET_CODES.has(code)) return true;
-  }
-  return typeof message === 'string' && STORAGE_DOWN_MESSAGES.test(message);
-}
-
-const SOCKET_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-]);
-
-const STORAGE_DOWN_MESSAGES = new RegExp(
+const UNAVAILABLE_MESSAGES = new RegExp(
   [
     'PGlite is closed',
     'database is closed',
@@ -81,3 +71,43 @@ const STORAGE_DOWN_MESSAGES = new RegExp(
     .map((m) => `^${m}`)
     .join('|'),
 );
+
+/**
+ * The kind of a database error: by its code, then its SQLSTATE class, then (for an outage only)
+ * its message. An error that looks unavailable either way is 'unavailable' and nothing else: the
+ * statement did not fail because of what it asked.
+ */
+export function classifyDbError(err: unknown): DbErrorKind {
+  if (typeof err !== 'object' || err === null) return 'other';
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  const byCode = typeof code === 'string' ? (BY_CODE.get(code) ?? BY_CLASS.get(code.slice(0, 2))) : undefined;
+  if (byCode === 'unavailable') return byCode;
+  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message)) return 'unavailable';
+  return byCode ?? 'other';
+}
+
+const CONTENTION: ReadonlySet<DbErrorKind> = new Set(['conflict', 'contention', 'duplicate']);
+const DATA: ReadonlySet<DbErrorKind> = new Set(['data', 'duplicate']);
+
+/**
+ * Storage failures, shared by the HTTP error handler (503 UNAVAILABLE with Retry-After instead of
+ * 500), the ingest writer and the processing worker (retry forever, never dead-letter).
+ */
+export function isStorageUnavailable(err: unknown): boolean {
+  return classifyDbError(err) === 'unavailable';
+}
+
+/** Serialization failure and deadlock: PostgreSQL rolled back, and the same work may simply run again. */
+export function isConflict(err: unknown): boolean {
+  return classifyDbError(err) === 'conflict';
+}
+
+/** A conflict, a lock not available (55P03) or a unique-key race with another writer (23505). */
+export function isContention(err: unknown): boolean {
+  return CONTENTION.has(classifyDbError(err));
+}
+
+/** Refused because of what some row holds (data exception, integrity constraint violation). */
+export function isDataError(err: unknown): boolean {
+  return DATA.has(classifyDbError(err));
+}

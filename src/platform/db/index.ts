@@ -3,7 +3,14 @@ import { createPgliteDb } from './pglite';
 import type { Db } from './port';
 import { createPostgresDb } from './postgres';
 
-export { isConflict, isContention, isDataError, isStorageUnavailable } from './errors';
+export {
+  classifyDbError,
+  type DbErrorKind,
+  isConflict,
+  isContention,
+  isDataError,
+  isStorageUnavailable,
+} from './errors';
 export type { Db, Queryable, QueryResult } from './port';
 
 /** Opens the database the configuration names: PostgreSQL when DATABASE_URL is set, else PGlite. */

@@ -1,14 +1,9 @@
 /**
- * The PGlite side of the worker-thread adapter (pglite-worker.ts is the other side). It owns the
- * PGlite instance and its one connection, so a long statement runs here while the main thread keeps
- * serving. Run as a child process instead (`<entry> cdp-pglite-init DIR`), it only creates the
- * database cluster in DIR and exits (first start, see pglite-worker.ts).
- *
- * Messages in:  { id, op: 'query', sql, params, lease? } · { id, op: 'exec', sql, lease? }
- *               { id, op: 'begin' } → lease id · { id, op: 'end', lease, commit }
- *               { id, op: 'listen', channel } · { id, op: 'close' }
- * Messages out: { ready } once open · { id, ok: true, value } · { id, ok: false, error }
- *               · { notify, payload }
+ * The PGlite side of the worker-thread adapter (pglite-worker.ts is the other side; the messages
+ * are in pglite-messages.ts). It owns the PGlite instance and its one connection, so a long
+ * statement runs here while the main thread keeps serving. Run as a child process instead
+ * (`<entry> cdp-pglite-init DIR`), it only creates the database cluster in DIR and exits (first
+ * start, see pglite-worker.ts).
  *
  * A lease is a transaction holding the connection: statements that name it run inside it, every
  * other statement waits in the session's queue until it ends (see pglite-session.ts). Requests are
@@ -17,32 +12,9 @@
  * Loaded as CommonJS (see pglite-worker.ts): no top-level await, no import.meta.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import {
-  clusterExists,
-  createPgliteSession,
-  type Lease,
-  openPglite,
-  type SerializedDbError,
-  serializeDbError,
-} from './pglite-session';
-
-export interface ThreadData {
-  dataDir: string | null;
-}
-
-export type Request =
-  | { id: number; op: 'query'; sql: string; params: readonly unknown[] | undefined; lease?: number }
-  | { id: number; op: 'exec'; sql: string; lease?: number }
-  | { id: number; op: 'begin' }
-  | { id: number; op: 'end'; lease: number; commit: boolean }
-  | { id: number; op: 'listen'; channel: string }
-  | { id: number; op: 'close' };
-
-export type Reply =
-  | { ready: true }
-  | { id: number; ok: true; value: unknown }
-  | { id: number; ok: false; error: SerializedDbError }
-  | { notify: string; payload: string };
+import { INIT_FLAG, type Reply, type Request, serializeDbError, type ThreadData } from './pglite-messages';
+import { clusterExists, openPglite } from './pglite-open';
+import { createPgliteSession, type Lease } from './pglite-session';
 
 async function serve(data: ThreadData): Promise<void> {
   const port = parentPort!;
@@ -105,9 +77,6 @@ const fail = (err: unknown) => {
     throw err;
   });
 };
-
-/** The child-process flag (pglite-worker.ts passes it); distinctive, so loading this file elsewhere does nothing. */
-const INIT_FLAG = 'cdp-pglite-init';
 
 if (!isMainThread) {
   serve(workerData as ThreadData).catch(fail);

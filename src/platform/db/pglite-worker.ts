@@ -3,12 +3,7 @@ import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { deserializeDbError } from './pglite-session';
-import type { Reply, Request, ThreadData } from './pglite-thread';
-
-// Kept here rather than imported: importing pglite-thread would run it.
-const INIT_FLAG = 'cdp-pglite-init';
-
+import { deserializeDbError, INIT_FLAG, type Reply, type Request, type ThreadData } from './pglite-messages';
 import type { Db, Queryable, QueryResult } from './port';
 
 /**

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
-import { clusterExists, createPgliteSession, openPglite } from './pglite-session';
+import { clusterExists, openPglite } from './pglite-open';
+import { createPgliteSession } from './pglite-session';
 import { createPgliteWorkerDb, initClusterInChild } from './pglite-worker';
 import type { Db, Queryable } from './port';
 

@@ -1,10 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { originAllowed, requestHost } from '../../modules/api-keys/domains';
+import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors';
 import { CORS_EXPOSE_HEADERS } from './cors';
+import { originAllowed, requestHost } from './origins';
+import type { Principal, PrincipalResolver } from './principal';
 import { limitFor } from './rate-limit';
-import { satisfies } from './scopes';
+import { type Requirement, satisfies } from './scopes';
 import type { AppDeps } from './types';
 
 const sameSecret = (a: string, b: string): boolean => {
@@ -13,63 +14,136 @@ const sameSecret = (a: string, b: string): boolean => {
   return ab.length === bb.length && timingSafeEqual(ab, bb);
 };
 
+interface RoutePlan {
+  headers: readonly PrincipalResolver[];
+  body: readonly PrincipalResolver[];
+  /** "X-API-Key header is required", naming every way this route accepts. */
+  missing: string;
+}
+
+/** Only a JSON body can hold a credential; anything else is refused (401) before it is read. */
+const mayCarryJsonBody = (req: FastifyRequest): boolean =>
+  /^\s*application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '') &&
+  (req.headers['transfer-encoding'] !== undefined ||
+    (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0'));
+
 /**
- * The onRequest hook that guards every route, before its body is even read: key → workspace and
- * scopes, allowed origins, required scope, then the standard rate-limit tier. Order matters: an
- * unauthenticated caller learns nothing about validation, and refused calls cost no parsing.
+ * The guard of every route. On key-protected routes the configured principal resolvers (in order)
+ * find who is calling, before the body is read where the credential is in the headers; then, in
+ * this order: allowed origins, required scope, the standard rate-limit tier. An unauthenticated
+ * caller learns nothing about validation, and refused calls cost no parsing (except on routes that
+ * accept a key in the body, and only within their body limit).
  */
-export function createAuthHook(deps: AppDeps) {
-  return async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const cfg = req.routeOptions.config;
-    const auth = cfg.auth;
-    if (auth === undefined || auth === 'public') return;
-
-    if (auth === 'operator') {
-      const token = deps.config.operatorToken;
-      // Without a configured token the operator API does not exist.
-      if (!token) throw new AppError('NOT_FOUND', 'not found');
-      const header = req.headers.authorization ?? '';
-      const given = header.startsWith('Bearer ') ? header.slice(7) : '';
-      if (!sameSecret(given, token))
-        throw new AppError('INVALID_OPERATOR_TOKEN', 'operator token missing or wrong');
-      return;
+export function createAuthHooks(deps: AppDeps) {
+  const plans = new WeakMap<FastifyContextConfig, RoutePlan>();
+  const planOf = (cfg: FastifyContextConfig): RoutePlan => {
+    let plan = plans.get(cfg);
+    if (!plan) {
+      const applying = deps.principals.filter((r) => r.appliesTo?.(cfg) ?? true);
+      const hints = applying.map((r) => r.hint);
+      const named = hints.length > 1 ? `${hints.slice(0, -1).join(', ')} or ${hints.at(-1)}` : hints[0];
+      plan = {
+        headers: applying.filter((r) => r.stage === 'headers'),
+        body: applying.filter((r) => r.stage === 'body'),
+        missing: `${named ?? 'a credential'} is required`,
+      };
+      plans.set(cfg, plan);
     }
+    return plan;
+  };
 
-    const raw = req.headers['x-api-key'];
-    if (raw === undefined || raw === '')
-      throw new AppError('MISSING_API_KEY', 'X-API-Key header is required');
-    if (typeof raw !== 'string')
-      throw new AppError('INVALID_TENANT_KEY', 'send exactly one X-API-Key header');
-    const key = await deps.keys.resolve(raw);
-    if (!key) throw new AppError('INVALID_TENANT_KEY', 'API key is not valid for any workspace');
-
+  /** Origin, scope, then the standard tier: the checks every principal goes through. */
+  async function admit(req: FastifyRequest, reply: FastifyReply, who: Principal, need: Requirement) {
+    const cfg = req.routeOptions.config;
     const host = requestHost(req.headers.origin, req.headers.referer);
-    if (!originAllowed(key.allowedDomains, host)) {
+    if (!originAllowed(who.allowedDomains, host)) {
       throw new AppError('ORIGIN_NOT_ALLOWED', 'this key is not allowed from this origin');
     }
     // A browser key on a CORS route: let the page read the answer (errors included) and its limits.
-    if (key.allowedDomains.length > 0 && cfg.cors && req.headers.origin) {
+    if (who.allowedDomains.length > 0 && cfg.cors && req.headers.origin) {
       void reply.headers({
         'access-control-allow-origin': req.headers.origin,
         'access-control-expose-headers': CORS_EXPOSE_HEADERS,
         vary: 'Origin',
       });
     }
-    if (!satisfies(key.scopes, auth)) {
+    if (!satisfies(who.scopes, need)) {
       throw new AppError(
         'INSUFFICIENT_SCOPE',
-        `this operation needs one of the scopes allowed for "${auth}"`,
+        `this operation needs one of the scopes allowed for "${need}"`,
       );
     }
-    req.apiKey = key;
+    req.principal = who;
 
     if ((cfg.rateTier ?? 'standard') === 'standard') {
-      const limit = limitFor(key.workspaceSettings, 'standard');
-      const d = await deps.limits.consume(key.id, 'standard', 1, limit);
+      const limit = limitFor(who.workspaceSettings, 'standard');
+      const d = await deps.limits.consume(who.id, 'standard', 1, limit);
       applyRateHeaders(reply, d);
       if (!d.allowed) throw rateLimited(d.resetSeconds);
     }
+  }
+
+  return {
+    async onRequest(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+      const cfg = req.routeOptions.config;
+      const auth = cfg.auth;
+      if (auth === undefined || auth === 'public') return;
+
+      if (auth === 'operator') {
+        const token = deps.config.operatorToken;
+        // Without a configured token the operator API does not exist.
+        if (!token) throw new AppError('NOT_FOUND', 'not found');
+        const header = req.headers.authorization ?? '';
+        const given = header.startsWith('Bearer ') ? header.slice(7) : '';
+        if (!sameSecret(given, token))
+          throw new AppError('INVALID_OPERATOR_TOKEN', 'operator token missing or wrong');
+        return;
+      }
+
+      const plan = planOf(cfg);
+      const who = await resolveAll(plan.headers, req, null);
+      if (who) return admit(req, reply, who, auth);
+      // The key may be in the body: decided once it is parsed (preValidation).
+      if (plan.body.length > 0 && mayCarryJsonBody(req)) return;
+      throw new AppError('MISSING_API_KEY', plan.missing);
+    },
+
+    /** Body credentials: after parsing, before validation (a batch route's own hooks run after). */
+    async preValidation(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+      const cfg = req.routeOptions.config;
+      const auth = cfg.auth;
+      if (auth === undefined || auth === 'public' || auth === 'operator') return;
+      const plan = planOf(cfg);
+      if (plan.body.length === 0) return;
+      const admitted = req.principal;
+      const who = await resolveAll(plan.body, req, admitted);
+      if (admitted) return;
+      if (!who) throw new AppError('MISSING_API_KEY', plan.missing);
+      return admit(req, reply, who, auth);
+    },
   };
+}
+
+/**
+ * Runs every resolver (each may refuse a bad credential of its own kind) and answers the one
+ * principal they found. Credentials of different keys in one request are refused: no precedence
+ * rule could tell which one the caller meant.
+ */
+async function resolveAll(
+  resolvers: readonly PrincipalResolver[],
+  req: FastifyRequest,
+  already: Principal | null,
+): Promise<Principal | null> {
+  let found = already;
+  for (const resolver of resolvers) {
+    const p = await resolver.resolve(req);
+    if (!p) continue;
+    if (found && (found.id !== p.id || found.workspaceId !== p.workspaceId)) {
+      throw new AppError('INVALID_TENANT_KEY', 'the request carries credentials of different keys');
+    }
+    found ??= p;
+  }
+  return found;
 }
 
 export function applyRateHeaders(

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../../test/expect-error';
 import { type Reply, startTestService, type TestService } from '../../../test/harness';
 import { buildApp } from '../../app';
-import type { Queryable } from '../db';
 import { createOriginPolicy, PREFLIGHT_MAX_AGE_SECONDS } from './cors';
 import type { App } from './types';
 
@@ -160,14 +159,11 @@ describe('the request after the preflight', () => {
 describe('origin policy cache (unit)', () => {
   const fakeDb = (lists: string[][]) => {
     let calls = 0;
-    const db = {
-      async query() {
-        const list = lists[Math.min(calls, lists.length - 1)]!;
-        calls++;
-        return { rows: list.map((d) => ({ d })), rowCount: list.length };
-      },
-      async exec() {},
-    } as Queryable;
+    const db = async () => {
+      const list = lists[Math.min(calls, lists.length - 1)]!;
+      calls++;
+      return list;
+    };
     return { db, calls: () => calls };
   };
 

@@ -1,8 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { listBrowserOriginPatterns } from '../../modules/api-keys/api-keys.service';
-import { hostMatches, requestHost } from '../../modules/api-keys/domains';
-import type { Queryable } from '../db';
 import { AppError } from '../errors';
+import { hostMatches, requestHost } from './origins';
 
 /**
  * CORS for browser ingestion (contract §2). Only routes with `config.cors: true` (the ingest
@@ -20,6 +18,9 @@ export interface OriginPolicy {
   allows(host: string): Promise<boolean>;
 }
 
+/** Every origin pattern of every active key (the api-keys module's store, wired in app.ts). */
+export type OriginPatternSource = () => Promise<readonly string[]>;
+
 /**
  * Preflights are unauthenticated, so they must not cost a query each: the union of patterns is
  * cached. A matching origin is served from the cache for `hitTtlMs`; an origin that does not match
@@ -28,7 +29,7 @@ export interface OriginPolicy {
  * domain may answer preflights until the cache ages out; the real request still fails on its key.
  */
 export function createOriginPolicy(
-  db: Queryable,
+  loadPatterns: OriginPatternSource,
   opts: { hitTtlMs?: number; missRefreshMs?: number; now?: () => number } = {},
 ): OriginPolicy {
   const hitTtlMs = opts.hitTtlMs ?? 30_000;
@@ -39,7 +40,7 @@ export function createOriginPolicy(
   let loading: Promise<void> | null = null;
 
   const refresh = (): Promise<void> => {
-    loading ??= listBrowserOriginPatterns(db)
+    loading ??= loadPatterns()
       .then((p) => {
         patterns = p;
         loadedAt = now();

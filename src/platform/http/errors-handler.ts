@@ -2,102 +2,10 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isStorageUnavailable } from '../db/errors';
-import { AppError, type ErrorCode, type ErrorDetail, toEnvelope } from '../errors';
+import { AppError, type ErrorCode, toEnvelope } from '../errors';
 import { describeError } from '../logger';
+import { toAppError } from './error-mapping';
 import type { RouteRegistry } from './route-registry';
-
-interface AjvLikeError {
-  instancePath?: string;
-  message?: string;
-  keyword?: string;
-  params?: Record<string, unknown>;
-}
-
-const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
-
-/** Ajv errors → JSON-pointer details, naming the missing or unexpected property itself. */
-export function validationDetails(errors: readonly AjvLikeError[]): ErrorDetail[] {
-  const seen = new Set<string>();
-  const details: ErrorDetail[] = [];
-  for (const e of errors) {
-    let path = e.instancePath ?? '';
-    let message = e.message ?? 'is invalid';
-    const p = e.params ?? {};
-    if (e.keyword === 'required' && typeof p.missingProperty === 'string') {
-      path = `${path}/${escapePointer(p.missingProperty)}`;
-      message = 'is required';
-    } else if (e.keyword === 'additionalProperties' && typeof p.additionalProperty === 'string') {
-      path = `${path}/${escapePointer(p.additionalProperty)}`;
-      message = 'is not a known field';
-    } else if (e.keyword === 'enum' && Array.isArray(p.allowedValues)) {
-      message = `must be one of: ${p.allowedValues.join(', ')}`;
-    }
-    const key = `${path}|${message}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    details.push({ path: path || '/', message });
-  }
-  return details.slice(0, 100);
-}
-
-const PART_NAMES: Record<string, string> = {
-  body: 'body',
-  querystring: 'query',
-  params: 'path',
-  headers: 'header',
-};
-
-/** Turns anything thrown while handling a request into an AppError the client may see. */
-export function toAppError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  const fe = err as FastifyError & { validationContext?: string };
-  if (fe && Array.isArray(fe.validation)) {
-    const part = PART_NAMES[fe.validationContext ?? 'body'] ?? 'request';
-    const details = validationDetails(fe.validation as AjvLikeError[]);
-    const first = details[0];
-    const message = first ? `${part} ${first.path} ${first.message}` : `${part} is invalid`;
-    return new AppError('VALIDATION_ERROR', message, { details });
-  }
-  switch (fe?.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? new AppError('UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json')
-        : new AppError('VALIDATION_ERROR', 'Content-Length does not match the body');
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('PAYLOAD_TOO_LARGE', 'request body is larger than this endpoint accepts');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new AppError('INVALID_JSON', 'request body is empty but Content-Type is application/json');
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new AppError('INVALID_JSON', 'request body is not valid JSON');
-  }
-  if (err instanceof SyntaxError) {
-    // secure-json-parse refuses __proto__ / constructor.prototype keys with a SyntaxError.
-    return /prototype/i.test(err.message)
-      ? new AppError('INVALID_JSON', 'request body contains a forbidden key (__proto__ or constructor)')
-      : new AppError('INVALID_JSON', 'request body is not valid JSON');
-  }
-  if (isStorageUnavailable(err)) {
-    return new AppError('UNAVAILABLE', 'storage is not answering; retry shortly', {
-      cause: err,
-      headers: { 'retry-after': '5' },
-    });
-  }
-  switch (fe?.code) {
-    case 'FST_ERR_BAD_URL':
-      return new AppError('VALIDATION_ERROR', 'the request path is not a valid URL');
-    case 'FST_ERR_MAX_PARAM_LENGTH':
-      return new AppError('VALIDATION_ERROR', 'a path parameter is too long');
-  }
-  const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
-  if (status === 404) return new AppError('NOT_FOUND', 'not found');
-  if (status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'request body is too large');
-  if (status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json');
-  if (status >= 400 && status < 500) return new AppError('VALIDATION_ERROR', 'bad request');
-  if (status === 503)
-    return new AppError('UNAVAILABLE', 'service unavailable', { headers: { 'retry-after': '5' } });
-  return new AppError('INTERNAL_ERROR', 'internal error', { cause: err });
-}
 
 /**
  * The client went away while its request body was still arriving: Node fails the body stream with
@@ -128,7 +36,8 @@ export function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyRe
   return reply.code(appErr.status).type('application/json; charset=utf-8').send(toEnvelope(appErr));
 }
 
-// The classifier lives with the storage adapters; re-exported for the handler's callers.
+// The mapping and the classifier live apart; re-exported for the handler's callers.
+export { toAppError, validationDetails } from './error-mapping';
 export { isStorageUnavailable };
 
 const MAX_ECHOED_PATH = 200;
@@ -167,13 +76,14 @@ export function frameworkErrorHandler(err: FastifyError, req: FastifyRequest, re
   void errorHandler(err, req, reply);
 }
 
-const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; message: string }> = {
-  ERR_HTTP_REQUEST_TIMEOUT: {
-    status: 408,
-    code: 'REQUEST_TIMEOUT',
-    message: 'the request took too long to arrive',
-  },
-  HPE_HEADER_OVERFLOW: { status: 431, code: 'HEADERS_TOO_LARGE', message: 'request headers are too large' },
+/** Node's parser errors the envelope names; any other is a malformed request (400). */
+const CLIENT_ERRORS = new Map<string, { code: ErrorCode; message: string }>([
+  ['ERR_HTTP_REQUEST_TIMEOUT', { code: 'REQUEST_TIMEOUT', message: 'the request took too long to arrive' }],
+  ['HPE_HEADER_OVERFLOW', { code: 'HEADERS_TOO_LARGE', message: 'request headers are too large' }],
+]);
+const MALFORMED: { code: ErrorCode; message: string } = {
+  code: 'VALIDATION_ERROR',
+  message: 'malformed HTTP request',
 };
 
 /**
@@ -183,14 +93,10 @@ const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; message: 
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const known = CLIENT_ERRORS[err.code ?? ''];
-  const status = known?.status ?? 400;
-  const body = JSON.stringify({
-    status: 'error',
-    error_code: known?.code ?? 'VALIDATION_ERROR',
-    message: known?.message ?? 'malformed HTTP request',
-    timestamp: new Date().toISOString(),
-  });
+  const known = CLIENT_ERRORS.get(err.code ?? '') ?? MALFORMED;
+  const appErr = new AppError(known.code, known.message);
+  const status = appErr.status;
+  const body = JSON.stringify(toEnvelope(appErr));
   // A response already under way on this socket (Node's request timeout can fire while a body is
   // still arriving for a request that was answered early) must not get a second one in its middle.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;

@@ -9,10 +9,9 @@ import type {
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
-import type { KeyResolver, ResolvedKey } from '../../modules/api-keys/api-keys.service';
-import type { EventWriter } from '../../modules/ingest/ingest.service';
 import type { CursorCodec } from '../cursor';
 import type { Db } from '../db';
+import type { PrincipalResolver } from './principal';
 import type { RateLimits, Tier } from './rate-limit';
 import type { RouteInfo } from './route-registry';
 import type { RouteAuth } from './scopes';
@@ -25,17 +24,23 @@ export type App = FastifyInstance<
   TypeBoxTypeProvider
 >;
 
-/** Everything a module may use; built once in main.ts (or by the test harness) and passed down. */
-export interface AppDeps {
+/**
+ * What modules provide to each other through AppDeps (the key store, the event writer, …). Platform
+ * knows none of them: the composition root declares them (src/module-services.ts).
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging, from src/
+export interface ModuleServices {}
+
+/** Everything a module may use; built once in runtime.ts (or by the test harness) and passed down. */
+export interface AppDeps extends ModuleServices {
   config: Readonly<Config>;
   db: Db;
   log: Logger;
   cursors: CursorCodec;
-  keys: KeyResolver;
+  /** The ways a request may authenticate, in the order they are read (see principal.ts). */
+  principals: readonly PrincipalResolver[];
   limits: RateLimits;
   redis: Redis | null;
-  /** The durable, group-committed event appender (modules/ingest). */
-  events: EventWriter;
 }
 
 declare module 'fastify' {
@@ -52,9 +57,5 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every route of the app (see route-registry.ts): what the route test matrix iterates. */
     routeList: readonly RouteInfo[];
-  }
-  interface FastifyRequest {
-    /** The authenticated API key, set by the auth hook on key-protected routes. */
-    apiKey: ResolvedKey | null;
   }
 }

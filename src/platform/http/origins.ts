@@ -1,11 +1,8 @@
 /**
- * `allowed_domains` matching (contract §2), pure. An entry is a host name (`shop.example.com`) or a
- * wildcard (`*.example.com`, which matches any depth of subdomain but not `example.com` itself).
- * Comparison ignores case, scheme and port.
+ * Origin rules (contract §2), pure. A pattern is a host name (`shop.example.com`) or a wildcard
+ * (`*.example.com`, which matches any depth of subdomain but not `example.com` itself). Comparison
+ * ignores case, scheme and port.
  */
-export const DOMAIN_PATTERN =
-  '^(\\*\\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$';
-
 export function hostMatches(host: string, pattern: string): boolean {
   const h = host.toLowerCase().replace(/\.$/, '');
   const p = pattern.toLowerCase();
@@ -27,6 +24,7 @@ export function requestHost(origin: string | undefined, referer: string | undefi
   return null;
 }
 
+/** An empty list allows every origin (and none at all); otherwise the host must match one pattern. */
 export function originAllowed(allowed: readonly string[], host: string | null): boolean {
   if (allowed.length === 0) return true;
   if (host === null) return false;

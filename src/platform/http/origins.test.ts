@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hostMatches, originAllowed, requestHost } from './domains';
+import { hostMatches, originAllowed, requestHost } from './origins';
 
 const label = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?$/);
 const host = fc.array(label, { minLength: 1, maxLength: 4 }).map((ls) => ls.join('.'));

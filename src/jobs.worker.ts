@@ -1,0 +1,23 @@
+import { createJobRunner, pruneJobsTask, registerMaintenance } from './platform/jobs';
+import type { WorkerModule } from './worker';
+
+/** How long a SIGTERM waits for running jobs before releasing them to another process. */
+const JOBS_DRAIN_MS = 10_000;
+
+/**
+ * The shared job runner (platform/jobs) of a worker process: the queues of webhook deliveries,
+ * segment refreshes and model fits register here as those capabilities land; today it runs the
+ * maintenance schedule (pruning finished jobs and vacuuming their table).
+ */
+export const jobsWorker: WorkerModule = {
+  name: 'jobs',
+  async start(deps) {
+    const runner = createJobRunner({ db: deps.db, log: deps.log });
+    await registerMaintenance(runner, pruneJobsTask());
+    runner.start();
+    return async () => {
+      const { finished, released } = await runner.stop({ drainMs: JOBS_DRAIN_MS });
+      deps.log.debug({ finished, released }, 'job runner stopped');
+    };
+  },
+};

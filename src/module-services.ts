@@ -1,0 +1,15 @@
+import type { KeyResolver } from './modules/api-keys';
+import type { EventWriter } from './modules/ingest/ingest.service';
+
+/**
+ * The services modules hand each other through AppDeps, declared here, at the composition root, so
+ * that platform/ needs to import nothing from modules/ (runtime.ts builds them).
+ */
+declare module './platform/http/types' {
+  interface ModuleServices {
+    /** The API-key store: revocation (api-keys routes) and cache statistics (system routes). */
+    keys: KeyResolver;
+    /** The durable, group-committed event appender (modules/ingest). */
+    events: EventWriter;
+  }
+}

@@ -1,0 +1,119 @@
+import type { Db } from '../../platform/db';
+import type { KeyGrant, KeyLookup } from '../../platform/http/key-credentials';
+import * as repo from './api-keys.repo';
+import { hashKey, SECRET_SHAPE } from './api-keys.service';
+import { createRevocations, type RevocationOptions } from './revocation';
+
+/** An active key as the auth layer sees it (platform's `KeyGrant` port). */
+export type ResolvedKey = KeyGrant;
+
+export interface KeyCacheStats {
+  /** Lookups answered from memory. */
+  hits: number;
+  /** Lookups that went to the database. */
+  misses: number;
+  entries: number;
+  /** False while revocations from other processes could be missed: the cache is bypassed then. */
+  trusted: boolean;
+  /** Other live service processes on this database, each of which must confirm a revocation. */
+  peers: number;
+}
+
+export interface KeyResolverOptions extends RevocationOptions {
+  ttlMs?: number;
+  maxEntries?: number;
+}
+
+export interface KeyResolver extends KeyLookup {
+  /** The active key with this raw secret, or null. */
+  resolve(rawSecret: string): Promise<ResolvedKey | null>;
+  /**
+   * Drops a revoked key here, and resolves once every other live process has confirmed that it
+   * dropped it too (or after `ackTimeoutMs`, logged): the caller answers the DELETE only then.
+   */
+  evict(hash: string): Promise<void>;
+  stats(): KeyCacheStats;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Resolves secrets to keys with an in-memory cache, so a warm key costs no database round trip,
+ * while a deleted key fails on the very next request on every process (revocation.ts says how).
+ *
+ * - The cache is used only while the revocation protocol trusts it.
+ * - A lookup that overlapped an eviction does not fill the cache (generation check), so a
+ *   concurrent request cannot re-insert a key that was revoked while it read the row.
+ * - Entries expire after `ttlMs` so workspace setting changes (rate limits) reach every process.
+ */
+export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyResolver {
+  const ttlMs = opts.ttlMs ?? 60_000;
+  const maxEntries = opts.maxEntries ?? 10_000;
+  const cache = new Map<string, { key: ResolvedKey; expires: number }>();
+  /** Bumped by every eviction: a lookup that started before one must not fill the cache. */
+  let generation = 0;
+  let hits = 0;
+  let misses = 0;
+
+  const drop = (hash: string) => {
+    generation++;
+    cache.delete(hash);
+  };
+  const dropAll = () => {
+    generation++;
+    cache.clear();
+  };
+  const revocations = createRevocations(db, { drop, dropAll }, opts);
+
+  return {
+    async resolve(rawSecret) {
+      if (!SECRET_SHAPE.test(rawSecret)) return null;
+      const hash = hashKey(rawSecret);
+      const useCache = revocations.trusted();
+      if (useCache) {
+        const hit = cache.get(hash);
+        if (hit && hit.expires > Date.now()) {
+          hits++;
+          return hit.key;
+        }
+      }
+      misses++;
+      const before = generation;
+      const row = await repo.findActiveKeyByHash(db, hash);
+      if (!row) {
+        cache.delete(hash);
+        return null;
+      }
+      const key: ResolvedKey = {
+        id: row.id,
+        workspaceId: row.workspace_id,
+        scopes: Object.freeze([...row.scopes]),
+        allowedDomains: Object.freeze([...row.allowed_domains]),
+        workspaceSettings: Object.freeze({ ...row.workspace_settings }),
+      };
+      if (useCache && revocations.trusted() && generation === before) {
+        if (cache.size >= maxEntries) cache.clear();
+        cache.set(hash, { key, expires: Date.now() + ttlMs });
+      }
+      return key;
+    },
+
+    async evict(hash) {
+      drop(hash);
+      await revocations.propagate(hash);
+    },
+
+    stats() {
+      return {
+        hits,
+        misses,
+        entries: cache.size,
+        trusted: revocations.trusted(),
+        peers: revocations.peerCount(),
+      };
+    },
+
+    start: () => revocations.start(),
+    stop: () => revocations.stop(),
+  };
+}

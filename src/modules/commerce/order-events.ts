@@ -1,0 +1,244 @@
+import type { Queryable } from '../../platform/db';
+import { iso } from '../../platform/http/envelope';
+import { isUuid } from '../../platform/ids';
+import { writeOutbox, writeOutboxMany } from '../outbox';
+import { storeTotalSpend } from '../profiles';
+import { type NormalizedOrder, type OrderItem, productsOf, readOrderPayload } from './order-payload';
+import * as ordersRepo from './orders.repo';
+import * as productsRepo from './products.repo';
+
+/**
+ * Order events, applied by the processing worker inside its transaction (orders, products,
+ * total_spend and the order.completed fact commit with the event), and the order side of merges.
+ */
+
+export interface OrderEvent {
+  workspaceId: string;
+  /** The resolved (surviving) profile the event was applied to. */
+  profileId: string;
+  eventId: string;
+  occurredAt: Date;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * What an order event did: `created` a new order, `updated` its status, `unchanged` (a re-sent
+ * event, same status), `stale` (an event older than the order's last status change), `ignored`
+ * (payload unusable: no order_id, bad total, currency or status).
+ */
+export type OrderOutcome = 'created' | 'updated' | 'unchanged' | 'stale' | 'ignored';
+
+/**
+ * Applies one `order` event inside the caller's transaction (the worker's, so the order, the
+ * products, total_spend and the outbox fact commit together with the event being marked processed).
+ *
+ * Rules (docs/commerce.md):
+ * - One order per (workspace, order_id). The first event creates it with its total, currency, items
+ *   and profile; those never change afterwards, so a re-sent event does nothing.
+ * - A later event for the same order_id with another status moves the order to that status, unless
+ *   the event is older (by event time) than the last status change: a late event cannot undo a newer
+ *   one. Any status string is accepted; only `completed` counts as revenue.
+ * - total_spend of the order's profile is recomputed whenever the order enters or leaves `completed`.
+ * - `order.completed` is written to the outbox the first time the order reaches `completed`, never
+ *   again (completed → refunded → completed fires once).
+ * - New orders upsert their items' products (see productsRepo.upsertProductsFromOrder).
+ */
+export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<OrderOutcome> {
+  const order = readOrderPayload(e.payload);
+  if (order === null) return 'ignored';
+
+  const [created] = await ordersRepo.insertOrdersIfNew(tx, [newOrder(e, order)]);
+  if (created) {
+    await productsRepo.upsertProductsFromOrder(
+      tx,
+      e.workspaceId,
+      productsOf(order.items),
+      order.currency,
+      e.occurredAt,
+    );
+    if (created.status === 'completed') await orderCompleted(tx, e.workspaceId, created);
+    return 'created';
+  }
+
+  const existing = await ordersRepo.lockOrder(tx, e.workspaceId, order.orderId);
+  if (!existing) return 'ignored'; // deleted with its workspace meanwhile
+  if (existing.status === order.status) return 'unchanged';
+  if (e.occurredAt.getTime() < existing.status_at.getTime()) return 'stale';
+
+  const updated = await ordersRepo.updateOrderStatus(
+    tx,
+    e.workspaceId,
+    order.orderId,
+    order.status,
+    e.occurredAt,
+  );
+  const wasCompleted = existing.status === 'completed';
+  const isCompleted = updated.status === 'completed';
+  if (isCompleted && existing.completed_at === null) {
+    await orderCompleted(tx, e.workspaceId, updated);
+  } else if (wasCompleted !== isCompleted && updated.profile_id !== null) {
+    await recomputeTotalSpend(tx, e.workspaceId, [updated.profile_id]);
+  }
+  return 'updated';
+}
+
+/**
+ * applyOrderEvent for a whole batch, in the worker's transaction, with the same rules and outcomes
+ * (one per event, in order). New orders, by far the common case, are written with a handful of
+ * statements for the batch instead of five round trips each: one multi-row insert, one products
+ * upsert per workspace (each product once, merged from its mentions oldest first so the newest
+ * non-empty value of each field wins, as one-by-one application in time order would), one
+ * total_spend recomputation and one outbox insert. Events for an order that already exists, or a
+ * second event for an order_id in the same batch, then go through applyOrderEvent one by one, after
+ * the first, so one order's events still apply in order.
+ */
+export async function applyOrderEvents(
+  tx: Queryable,
+  events: readonly OrderEvent[],
+): Promise<OrderOutcome[]> {
+  const outcomes: OrderOutcome[] = events.map(() => 'ignored');
+  const firsts = new Map<string, { index: number; order: NormalizedOrder }>();
+  const later: number[] = [];
+  events.forEach((e, index) => {
+    const order = readOrderPayload(e.payload);
+    if (order === null) return;
+    const key = `${e.workspaceId}|${order.orderId}`;
+    if (firsts.has(key)) later.push(index);
+    else firsts.set(key, { index, order });
+  });
+
+  const created = await ordersRepo.insertOrdersIfNew(
+    tx,
+    [...firsts.values()].map(({ index, order }) => newOrder(events[index]!, order)),
+  );
+  const createdByKey = new Map(created.map((row) => [`${row.workspace_id}|${row.order_id}`, row]));
+  const productsByWorkspace = new Map<string, Map<string, productsRepo.ObservedProduct>>();
+  const completed: Array<ordersRepo.OrderRow & { workspace_id: string }> = [];
+  const existing: number[] = [];
+  for (const [key, { index, order }] of firsts) {
+    const row = createdByKey.get(key);
+    if (!row) {
+      existing.push(index);
+      continue;
+    }
+    outcomes[index] = 'created';
+    if (row.status === 'completed') completed.push(row);
+    const e = events[index]!;
+    const products =
+      productsByWorkspace.get(e.workspaceId) ?? new Map<string, productsRepo.ObservedProduct>();
+    productsByWorkspace.set(e.workspaceId, products);
+    for (const item of productsOf(order.items)) {
+      const seen = products.get(item.product_id);
+      products.set(item.product_id, mergeObservation(seen, item, order.currency, e.occurredAt));
+    }
+  }
+  for (const [workspaceId, products] of productsByWorkspace) {
+    await productsRepo.upsertProductsFromOrders(tx, workspaceId, [...products.values()]);
+  }
+  const spenders = new Map<string, Set<string>>();
+  for (const o of completed) {
+    if (o.profile_id === null) continue;
+    const ids = spenders.get(o.workspace_id) ?? new Set<string>();
+    spenders.set(o.workspace_id, ids.add(o.profile_id));
+  }
+  for (const [workspaceId, ids] of spenders) await recomputeTotalSpend(tx, workspaceId, [...ids]);
+  await writeOutboxMany(
+    tx,
+    completed.map((o) => ({ workspaceId: o.workspace_id, type: 'order.completed', data: completedFact(o) })),
+  );
+
+  for (const index of [...existing, ...later].sort((a, b) => a - b)) {
+    outcomes[index] = await applyOrderEvent(tx, events[index]!);
+  }
+  return outcomes;
+}
+
+/**
+ * One product's mentions in a batch folded into one observation: a mention at least as new as the
+ * folded one overrides each field it has a value for (price and its currency together).
+ */
+function mergeObservation(
+  seen: productsRepo.ObservedProduct | undefined,
+  item: OrderItem & { product_id: string },
+  currency: string,
+  at: Date,
+): productsRepo.ObservedProduct {
+  const mention = { ...item, currency, observedAt: at };
+  if (!seen) return mention;
+  const [older, newer] = at.getTime() >= seen.observedAt.getTime() ? [seen, mention] : [mention, seen];
+  const priced = newer.price !== null ? newer : older;
+  return {
+    product_id: item.product_id,
+    name: newer.name ?? older.name,
+    price: priced.price,
+    currency: priced.currency,
+    category: newer.category ?? older.category,
+    observedAt: newer.observedAt,
+  };
+}
+
+/** The order an event creates if its order_id is new: everything but the status is fixed then. */
+const newOrder = (e: OrderEvent, order: NormalizedOrder): ordersRepo.NewOrder => ({
+  workspaceId: e.workspaceId,
+  orderId: order.orderId,
+  profileId: e.profileId,
+  status: order.status,
+  total: order.total,
+  currency: order.currency,
+  items: order.items,
+  occurredAt: e.occurredAt,
+  eventId: e.eventId,
+});
+
+/** First completion of an order: revenue for its profile and one `order.completed` fact. */
+async function orderCompleted(tx: Queryable, workspaceId: string, o: ordersRepo.OrderRow): Promise<void> {
+  if (o.profile_id !== null) await recomputeTotalSpend(tx, workspaceId, [o.profile_id]);
+  await writeOutbox(tx, workspaceId, 'order.completed', completedFact(o));
+}
+
+const completedFact = (o: ordersRepo.OrderRow): Record<string, unknown> => ({
+  order_id: o.order_id,
+  profile_id: o.profile_id,
+  status: o.status,
+  total: o.total,
+  currency: o.currency,
+  items: o.items,
+  occurred_at: iso(o.occurred_at),
+  event_id: o.event_id,
+});
+
+/**
+ * Profile merge support: the orders of merged-away profiles now belong to their survivors, whose
+ * total_spend is recomputed (and the merged-away profiles' drop to 0). Runs in the merge's
+ * transaction; a worker batch passes all its merges at once (two statements however many); a no-op
+ * when none of the merged-away profiles had orders.
+ */
+export async function reassignOrders(
+  tx: Queryable,
+  workspaceId: string,
+  moves: ReadonlyArray<{ from: string; to: string }>,
+): Promise<void> {
+  const byFrom = new Map<string, string>();
+  for (const m of moves) if (m.from !== m.to && isUuid(m.from)) byFrom.set(m.from, m.to);
+  if (byFrom.size === 0) return;
+  const touched = await ordersRepo.moveOrders(
+    tx,
+    workspaceId,
+    [...byFrom].map(([from, to]) => ({ from, to })),
+  );
+  if (touched.length > 0) await recomputeTotalSpend(tx, workspaceId, touched);
+}
+
+/**
+ * Sets each profile's total_spend to the exact numeric sum of its completed orders. Recomputed
+ * rather than adjusted by deltas, so no sequence of status changes can make it drift. Commerce sums
+ * its orders; the profiles module stores the result (the column is on its table).
+ */
+export async function recomputeTotalSpend(
+  tx: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<void> {
+  if (profileIds.length === 0) return;
+  await storeTotalSpend(tx, workspaceId, await ordersRepo.sumCompletedOrders(tx, workspaceId, profileIds));
+}

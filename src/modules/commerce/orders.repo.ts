@@ -1,0 +1,203 @@
+import type { Queryable } from '../../platform/db';
+import type { OrderItem } from './order-payload';
+
+/** SQL of orders (one per merchant order_id and workspace). */
+
+export interface OrderRow {
+  seq: number;
+  order_id: string;
+  profile_id: string | null;
+  status: string;
+  total: number;
+  currency: string;
+  items: OrderItem[];
+  occurred_at: Date;
+  event_id: string;
+  status_at: Date;
+  completed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const ORDER_COLUMNS = `seq, order_id, profile_id, status, total, currency, items, occurred_at, event_id,
+  status_at, completed_at, created_at, updated_at`;
+
+/** A new order, as insertOrdersIfNew takes it. */
+export interface NewOrder {
+  workspaceId: string;
+  orderId: string;
+  profileId: string | null;
+  status: string;
+  total: number;
+  currency: string;
+  items: OrderItem[];
+  occurredAt: Date;
+  eventId: string;
+}
+
+/**
+ * Creates each order unless one with its order_id exists in its workspace, in one statement (the
+ * worker applies a batch's orders at once); `orders` must not repeat a (workspace, order_id).
+ * Rows go in key order, so concurrent writers take the unique index's locks in one order and cannot
+ * deadlock on it. Returns the rows it created, with their workspace; an order that already existed
+ * is absent (nothing written for it).
+ */
+export async function insertOrdersIfNew(
+  q: Queryable,
+  orders: readonly NewOrder[],
+): Promise<Array<OrderRow & { workspace_id: string }>> {
+  if (orders.length === 0) return [];
+  const json = JSON.stringify(
+    orders.map((o) => ({
+      workspace_id: o.workspaceId,
+      order_id: o.orderId,
+      profile_id: o.profileId,
+      status: o.status,
+      total: String(o.total),
+      currency: o.currency,
+      items: o.items,
+      occurred_at: o.occurredAt.toISOString(),
+      event_id: o.eventId,
+    })),
+  );
+  const { rows } = await q.query<OrderRow & { workspace_id: string }>(
+    `INSERT INTO orders (workspace_id, order_id, profile_id, status, total, currency, items, occurred_at,
+                         event_id, status_at, completed_at)
+     SELECT x.workspace_id, x.order_id, x.profile_id, x.status, x.total, x.currency, x.items, x.occurred_at,
+            x.event_id, x.occurred_at, CASE WHEN x.status = 'completed' THEN x.occurred_at END
+       FROM jsonb_to_recordset($1::jsonb) AS x(workspace_id uuid, order_id text, profile_id uuid,
+              status text, total numeric, currency text, items jsonb, occurred_at timestamptz, event_id text)
+      ORDER BY x.workspace_id, x.order_id
+     ON CONFLICT (workspace_id, order_id) DO NOTHING
+     RETURNING workspace_id, ${ORDER_COLUMNS}`,
+    [json],
+  );
+  return rows;
+}
+
+export async function findOrder(
+  q: Queryable,
+  workspaceId: string,
+  orderId: string,
+): Promise<OrderRow | null> {
+  const { rows } = await q.query<OrderRow>(
+    `SELECT ${ORDER_COLUMNS} FROM orders WHERE workspace_id = $1 AND order_id = $2`,
+    [workspaceId, orderId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The order, locked until the transaction ends (status changes of one order apply one at a time). */
+export async function lockOrder(
+  q: Queryable,
+  workspaceId: string,
+  orderId: string,
+): Promise<OrderRow | null> {
+  const { rows } = await q.query<OrderRow>(
+    `SELECT ${ORDER_COLUMNS} FROM orders WHERE workspace_id = $1 AND order_id = $2 FOR UPDATE`,
+    [workspaceId, orderId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Moves the order to a new status; `completed_at` is set only the first time it completes. */
+export async function updateOrderStatus(
+  q: Queryable,
+  workspaceId: string,
+  orderId: string,
+  status: string,
+  statusAt: Date,
+): Promise<OrderRow> {
+  const { rows } = await q.query<OrderRow>(
+    `UPDATE orders SET status = $3, status_at = $4, updated_at = now(),
+       completed_at = CASE WHEN completed_at IS NULL AND $3 = 'completed' THEN $4::timestamptz ELSE completed_at END
+     WHERE workspace_id = $1 AND order_id = $2
+     RETURNING ${ORDER_COLUMNS}`,
+    [workspaceId, orderId, status, statusAt],
+  );
+  return rows[0]!;
+}
+
+/**
+ * The exact numeric sum of each profile's completed orders (0 when none), as text so that no float
+ * rounding creeps in on the way to profiles.total_spend.
+ */
+export async function sumCompletedOrders(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<Array<{ profileId: string; total: string }>> {
+  if (profileIds.length === 0) return [];
+  const { rows } = await q.query<{ id: string; total: string }>(
+    `SELECT x.id, coalesce((SELECT sum(o.total) FROM orders o
+                            WHERE o.workspace_id = $1 AND o.profile_id = x.id AND o.status = 'completed'), 0)::text
+              AS total
+       FROM unnest($2::uuid[]) AS x (id)`,
+    [workspaceId, profileIds],
+  );
+  return rows.map((r) => ({ profileId: r.id, total: r.total }));
+}
+
+/**
+ * Re-points the orders of each merged-away profile (`from`) to its survivor (`to`); returns every
+ * profile id, on either side, whose orders changed hands.
+ */
+export async function moveOrders(
+  q: Queryable,
+  workspaceId: string,
+  moves: ReadonlyArray<{ from: string; to: string }>,
+): Promise<string[]> {
+  if (moves.length === 0) return [];
+  const { rows } = await q.query<{ from_id: string; to_id: string }>(
+    `UPDATE orders o SET profile_id = m.to_id, updated_at = now()
+       FROM jsonb_to_recordset($2::jsonb) AS m(from_id uuid, to_id uuid)
+      WHERE o.workspace_id = $1 AND o.profile_id = m.from_id
+     RETURNING m.from_id, m.to_id`,
+    [workspaceId, JSON.stringify(moves.map((m) => ({ from_id: m.from, to_id: m.to })))],
+  );
+  return [...new Set(rows.flatMap((r) => [r.from_id, r.to_id]))];
+}
+
+/** Newest first, keyset (occurred_at, seq) descending; occurred_at has millisecond precision. */
+export async function listOrders(
+  q: Queryable,
+  workspaceId: string,
+  f: { profileId: string | null; status: string | null; after: [number, number] | null; limit: number },
+): Promise<OrderRow[]> {
+  const params: unknown[] = [workspaceId, f.limit];
+  const where = ['workspace_id = $1'];
+  if (f.profileId !== null) {
+    params.push(f.profileId);
+    where.push(`profile_id = $${params.length}`);
+  }
+  if (f.status !== null) {
+    params.push(f.status);
+    where.push(`status = $${params.length}`);
+  }
+  if (f.after !== null) {
+    params.push(new Date(f.after[0]), f.after[1]);
+    where.push(`(occurred_at, seq) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+  }
+  const { rows } = await q.query<OrderRow>(
+    `SELECT ${ORDER_COLUMNS} FROM orders WHERE ${where.join(' AND ')}
+     ORDER BY occurred_at DESC, seq DESC LIMIT $2`,
+    params,
+  );
+  return rows;
+}
+
+/**
+ * Erasure (contract §5): the orders of these profiles stay for the books but lose their personal
+ * link. Returns how many were unlinked.
+ */
+export async function unlinkOrdersOfProfiles(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<number> {
+  const { rowCount } = await q.query(
+    'UPDATE orders SET profile_id = NULL, updated_at = now() WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])',
+    [workspaceId, profileIds],
+  );
+  return rowCount;
+}

@@ -1,0 +1,212 @@
+import type { Queryable } from '../../platform/db';
+import { newUuid } from '../../platform/ids';
+import type { Identifier, IdentifierType } from './identifiers';
+import * as repo from './identity.repo';
+import type { OwnerView } from './resolve';
+
+/**
+ * The identity graph's unit of work: the nodes and edges a change touches, read once, changed in
+ * memory, written back with one statement per table. Ownership is kept live in memory: a merge
+ * re-points the merged-away profile's nodes at once, so `ownerOf` always names a live profile.
+ */
+
+interface Node {
+  id: string;
+  workspaceId: string;
+  type: IdentifierType;
+  value: string;
+  profileId: string;
+  firstSeen: Date;
+  lastSeen: Date;
+  isNew: boolean;
+  dirty: boolean;
+}
+
+/** What the resolver knows of a profile; complete once `loaded` (new profiles start complete). */
+export interface GraphView extends OwnerView {
+  identities: Map<IdentifierType, Set<string>>;
+  loaded: boolean;
+}
+
+export interface GraphBatch {
+  /** Reads the nodes of these identifiers (one statement for all). */
+  load(tx: Queryable, keys: readonly repo.NodeKey[]): Promise<void>;
+  addNodes(rows: readonly repo.NodeRow[]): void;
+  /** The profile owning this identifier, as far as this unit knows (live: merges re-point). */
+  ownerOf(workspaceId: string, id: Identifier): string | null;
+  /** The profiles owning any of these identifiers (read by load or addNodes). */
+  owners(keys: readonly repo.NodeKey[]): string[];
+  /** The resolver's view of a profile (created empty and incomplete when unknown). */
+  view(profileId: string): GraphView;
+  /** A profile created in this unit: its view is complete and empty. */
+  created(profileId: string): void;
+  /**
+   * Completes the views of these profiles in one statement; `mergedCounts` supplies how many
+   * profiles were merged into each (the profiles module's fact).
+   */
+  loadViews(
+    tx: Queryable,
+    profileIds: readonly string[],
+    mergedCounts: (tx: Queryable, ids: readonly string[]) => Promise<ReadonlyMap<string, number>>,
+  ): Promise<void>;
+  /** Gives the profile the identifier (creating its node, or moving it from another profile). */
+  attach(profileId: string, workspaceId: string, id: Identifier, at: Date): void;
+  /**
+   * Records that an event linked two identifiers of one profile: kept when one of them is new here
+   * or when the link caused a merge (`force`); two identifiers that already shared a profile are
+   * already connected, and re-recording that on every event would only cost writes.
+   */
+  link(workspaceId: string, from: Identifier, to: Identifier, eventId: string | null, force?: boolean): void;
+  /** `secondaryId`'s identifiers and merged count now belong to `primaryId`. */
+  merge(workspaceId: string, primaryId: string, secondaryId: string): void;
+  /**
+   * Writes nodes, edges and the re-pointing of merged-away profiles' nodes. 'stale' when another
+   * writer created one of this unit's new identifiers meanwhile: the caller rolls back and retries.
+   */
+  flush(tx: Queryable, liveId: (id: string) => string): Promise<'ok' | 'stale'>;
+}
+
+const nodeKey = (workspaceId: string, type: string, value: string) => `${workspaceId}|${type}|${value}`;
+
+export function createGraphBatch(): GraphBatch {
+  const nodes = new Map<string, Node>();
+  const views = new Map<string, GraphView>();
+  const edges = new Map<
+    string,
+    { workspace_id: string; from_node: string; to_node: string; event_id: string | null }
+  >();
+  const moves: Array<{ from: string; to: string }> = [];
+
+  const view = (profileId: string): GraphView => {
+    let v = views.get(profileId);
+    if (!v) {
+      v = { id: profileId, identities: new Map(), mergedCount: 0, loaded: false };
+      views.set(profileId, v);
+    }
+    return v;
+  };
+  const hold = (v: GraphView, type: IdentifierType, value: string) => {
+    if (type !== 'anonymous_id') v.identities.set(type, (v.identities.get(type) ?? new Set()).add(value));
+  };
+
+  const batch: GraphBatch = {
+    async load(tx, keys) {
+      batch.addNodes(await repo.findNodes(tx, keys));
+    },
+    addNodes(rows) {
+      for (const r of rows) {
+        const k = nodeKey(r.workspace_id, r.type, r.value);
+        if (nodes.has(k)) continue;
+        nodes.set(k, {
+          id: r.id,
+          workspaceId: r.workspace_id,
+          type: r.type,
+          value: r.value,
+          profileId: r.profile_id,
+          firstSeen: r.first_seen,
+          lastSeen: r.last_seen,
+          isNew: false,
+          dirty: false,
+        });
+      }
+    },
+    ownerOf(workspaceId, id) {
+      return nodes.get(nodeKey(workspaceId, id.type, id.value))?.profileId ?? null;
+    },
+    owners(keys) {
+      const out = new Set<string>();
+      for (const k of keys) {
+        const n = nodes.get(nodeKey(k.workspace_id, k.type, k.value));
+        if (n) out.add(n.profileId);
+      }
+      return [...out];
+    },
+    view,
+    created(profileId) {
+      view(profileId).loaded = true;
+    },
+    async loadViews(tx, profileIds, mergedCounts) {
+      const missing = [...new Set(profileIds)].filter((id) => !view(id).loaded);
+      if (missing.length === 0) return;
+      const [held, counts] = await Promise.all([
+        repo.findIdentifiersOfProfiles(tx, missing),
+        mergedCounts(tx, missing),
+      ]);
+      for (const id of missing) {
+        const v = view(id);
+        // Union with what this unit already attached (not yet written).
+        for (const n of held.get(id) ?? []) hold(v, n.type, n.value);
+        v.mergedCount += counts.get(id) ?? 0;
+        v.loaded = true;
+      }
+    },
+    attach(profileId, workspaceId, id, at) {
+      const k = nodeKey(workspaceId, id.type, id.value);
+      const n = nodes.get(k);
+      if (n) {
+        if (n.profileId !== profileId) {
+          n.profileId = profileId;
+          n.dirty = true;
+        }
+      } else {
+        nodes.set(k, {
+          id: newUuid(),
+          workspaceId,
+          type: id.type,
+          value: id.value,
+          profileId,
+          firstSeen: at,
+          lastSeen: at,
+          isNew: true,
+          dirty: true,
+        });
+      }
+      hold(view(profileId), id.type, id.value);
+    },
+    link(workspaceId, from, to, eventId, force = false) {
+      const a = nodes.get(nodeKey(workspaceId, from.type, from.value));
+      const b = nodes.get(nodeKey(workspaceId, to.type, to.value));
+      if (!a || !b || a.id === b.id || (!force && !a.isNew && !b.isNew)) return;
+      const k = `${a.id}|${b.id}`;
+      if (!edges.has(k))
+        edges.set(k, { workspace_id: workspaceId, from_node: a.id, to_node: b.id, event_id: eventId });
+    },
+    merge(_workspaceId, primaryId, secondaryId) {
+      if (primaryId === secondaryId) return;
+      const p = view(primaryId);
+      const s = view(secondaryId);
+      if (!p.loaded || !s.loaded) throw new Error('merge needs both profiles’ views loaded');
+      for (const [type, values] of s.identities) for (const v of values) hold(p, type, v);
+      p.mergedCount += 1 + s.mergedCount;
+      // Written nodes move with repointNodes at flush; this keeps ownerOf right for later events.
+      for (const n of nodes.values()) if (n.profileId === secondaryId) n.profileId = primaryId;
+      moves.push({ from: secondaryId, to: primaryId });
+    },
+    async flush(tx, liveId) {
+      await repo.repointNodes(
+        tx,
+        moves.map((m) => ({ from: m.from, to: liveId(m.to) })),
+      );
+      const writes: repo.NodeWrite[] = [];
+      const fresh: string[] = [];
+      for (const n of nodes.values()) {
+        if (!n.dirty) continue;
+        writes.push({
+          id: n.id,
+          workspace_id: n.workspaceId,
+          type: n.type,
+          value: n.value,
+          profile_id: liveId(n.profileId),
+          first_seen: n.firstSeen.toISOString(),
+          last_seen: n.lastSeen.toISOString(),
+        });
+        if (n.isNew) fresh.push(n.id);
+      }
+      const written = await repo.upsertNodes(tx, writes);
+      if (fresh.some((id) => !written.has(id))) return 'stale';
+      await repo.insertEdges(tx, [...edges.values()]);
+      return 'ok';
+    },
+  };
+  return batch;
+}

@@ -1,0 +1,52 @@
+/**
+ * The identity module's public API: what other modules may call. Tables: identity_nodes,
+ * identity_edges, identifier_suppressions. Identifiers and resolver decisions are pure functions.
+ */
+
+export { createGraphBatch, type GraphBatch, type GraphView } from './graph-batch';
+export {
+  BUILTIN_JUNK,
+  classifyAnonymousId,
+  classifyIdentity,
+  IDENTIFIER_TYPES,
+  type Identifier,
+  type IdentifierType,
+  identifierKey,
+  junkSet,
+  junkSetFromSettings,
+  MAX_IDENTIFIER_LENGTH,
+  normalizeEmail,
+  suppressionHash,
+} from './identifiers';
+// The graph's writes, for the profiles unit of work (profile-batch) that changes profiles and graph
+// together in one transaction.
+export {
+  type EdgeRow,
+  findNodes,
+  findSuppressed,
+  insertEdges,
+  type NodeKey,
+  type NodeRow,
+  type NodeWrite,
+  repointNodes,
+  upsertNodes,
+} from './identity.repo';
+export {
+  eraseIdentityOfProfiles,
+  type GraphEdgeView,
+  type GraphNodeView,
+  isSuppressed,
+  readGraphOfProfile,
+  suppressIdentifiersOfProfile,
+} from './identity.service';
+export {
+  conflicts,
+  type Decision,
+  decide,
+  MERGE_CAP,
+  type OwnerView,
+  type Refusal,
+  type ResolveInput,
+} from './resolve';
+// The processing pipeline's step.
+export { orderingTokens, type ProfilesPort, type ResolvableEvent, resolveIdentities } from './resolve.step';

@@ -1,0 +1,215 @@
+import type { Logger } from 'pino';
+import { createYielder } from '../../platform/cooperate';
+import type { Queryable } from '../../platform/db';
+import type { Mutex } from '../../platform/mutex';
+import { OK, type Settlement, type StepResult } from '../../platform/pipeline';
+import { applyOrders } from '../commerce';
+import {
+  classifyAnonymousId,
+  classifyIdentity,
+  createGraphBatch,
+  type GraphBatch,
+  type ProfilesPort,
+  resolveIdentities,
+} from '../identity';
+import { writeOutboxMany } from '../outbox';
+import {
+  applyTraits,
+  countMergedInto,
+  createProfileBatch,
+  lockProfiles,
+  type ProfileBatch,
+} from '../profiles';
+import type { ClaimedEvent } from './processing.repo';
+import { guardOrder, markProcessed } from './processing.steps';
+import type { SettingsCache } from './settings';
+
+/**
+ * The path of a claimed batch of events, in one place. Each step lives in the module that owns the
+ * data it touches and returns a typed result (platform/pipeline.ts): the events it settled
+ * (dropped, dead-lettered, deferred) leave the batch, the rest go on. All of it runs in the claiming
+ * transaction, so a batch's effects, its outbox facts and its processed marks commit together:
+ * each event is applied exactly once.
+ *
+ *   claim               processing   oldest waiting events no other worker holds (the backlog)
+ *   classify            identity     identifiers from raw values; junk values per workspace
+ *   guard order         processing   an older event of the same person held elsewhere: deferred
+ *   resolve identities  identity     lock owners, suppression, the resolver's decision per event
+ *   apply traits        profiles     identify traits, newer wins, lineage; too big: dead letter
+ *   write profiles      profiles · identity   the two units of work, written in the lock order
+ *   apply orders        commerce     orders, products, spend; unusable payload: dead letter
+ *   collect effects     outbox       profile.created / profile.merged facts (orders write theirs)
+ *   mark processed      processing   backlog rows gone, events marked, dead letters, drops
+ *
+ * New capabilities attach as a step here or as consumers of the outbox facts.
+ */
+
+export interface PipelineContext {
+  log: Logger;
+  settings: SettingsCache;
+  /**
+   * Held from a batch's orders until its commit when several loops share a process: every order
+   * upserts its products, and two batches locking the same product rows in different orders would
+   * wait on (or deadlock with) each other. Released by the caller after COMMIT.
+   */
+  orderGate?: Mutex;
+  /** Releases gathered while the batch ran, called by the caller after COMMIT or ROLLBACK. */
+  held: Array<() => void>;
+}
+
+/** One event on its way through the steps. */
+export interface WorkItem {
+  seq: number;
+  event: ClaimedEvent;
+  eventId: string;
+  eventType: string;
+  workspaceId: string;
+  at: Date;
+  payload: Record<string, unknown>;
+  identity: ReturnType<typeof classifyIdentity>;
+  anonymous: ReturnType<typeof classifyAnonymousId>;
+  email: string | null;
+  profileId: string | null;
+}
+
+/** Everything the steps share for one batch. */
+export interface BatchWork {
+  tx: Queryable;
+  ctx: PipelineContext;
+  yieldNow: () => Promise<void>;
+  /** Every claimed event, in seq order. */
+  items: WorkItem[];
+  /** Events a step took out of the batch, and why. */
+  settled: Map<number, Settlement>;
+  profiles: ProfileBatch;
+  graph: GraphBatch;
+  /** Milliseconds per step (logged with each batch at debug level). */
+  timings: Record<string, number>;
+}
+
+export interface Step {
+  name: string;
+  run(work: BatchWork, live: WorkItem[]): Promise<StepResult>;
+}
+
+export const PIPELINE: readonly Step[] = [
+  { name: 'classify', run: classify },
+  { name: 'guard order', run: guardOrder },
+  {
+    name: 'resolve identities',
+    run: (w, live) => resolveIdentities(w.tx, live, w.graph, profilesPort(w), w.ctx.log, w.yieldNow),
+  },
+  { name: 'apply traits', run: (w, live) => applyTraits(live, w.profiles, w.yieldNow) },
+  { name: 'write profiles', run: writeProfiles },
+  { name: 'apply orders', run: applyOrdersStep },
+  { name: 'collect effects', run: collectEffects },
+];
+
+/** What the batch came to; `retry` rolls the transaction back (another writer won a race). */
+export type PipelineResult = { kind: 'done'; work: BatchWork } | { kind: 'retry'; reason: string };
+
+export async function runPipeline(
+  tx: Queryable,
+  ctx: PipelineContext,
+  claimed: readonly ClaimedEvent[],
+  gone: readonly number[] = [],
+): Promise<PipelineResult> {
+  // With ROLE=all the HTTP server shares this thread: every few milliseconds of applying events,
+  // requests that arrived meanwhile get their turn (a batch of wide writes is seconds of CPU).
+  const yieldNow = createYielder();
+  const work: BatchWork = {
+    tx,
+    ctx,
+    yieldNow,
+    items: claimed.map(toItem),
+    settled: new Map(),
+    profiles: createProfileBatch(yieldNow),
+    graph: createGraphBatch(),
+    timings: {},
+  };
+  for (const step of PIPELINE) {
+    const live = work.items.filter((i) => !work.settled.has(i.seq));
+    if (live.length === 0) break;
+    const t0 = performance.now();
+    const r = await step.run(work, live);
+    work.timings[step.name] = performance.now() - t0;
+    if (r.kind === 'retry') return r;
+    for (const [seq, s] of r.settled ?? []) work.settled.set(seq, s);
+  }
+  const t0 = performance.now();
+  await markProcessed(work, gone);
+  work.timings['mark processed'] = performance.now() - t0;
+  return { kind: 'done', work };
+}
+
+const toItem = (e: ClaimedEvent): WorkItem => ({
+  seq: e.seq,
+  event: e,
+  eventId: e.id,
+  eventType: e.event_type,
+  workspaceId: e.workspace_id,
+  at: e.occurred_at,
+  payload: e.payload ?? {},
+  identity: null,
+  anonymous: null,
+  email: null,
+  profileId: null,
+});
+
+async function classify(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
+  await w.ctx.settings.load(
+    w.tx,
+    live.map((i) => i.workspaceId),
+  );
+  for (const i of live) {
+    const junk = w.ctx.settings.junk(i.workspaceId);
+    i.identity = classifyIdentity(i.event.identity, junk);
+    i.anonymous = classifyAnonymousId(i.event.anonymous_id, junk);
+    i.email = i.identity?.type === 'email' ? i.identity.value : null;
+  }
+  return OK;
+}
+
+/** The identity step's view of the profiles module: its unit of work and its lock. */
+function profilesPort(w: BatchWork): ProfilesPort {
+  return {
+    async lock(tx, ids) {
+      const { rows, complete } = await lockProfiles(tx, [...new Set(ids)]);
+      const live = new Set(rows.filter((p) => p.merged_into === null).map((p) => p.id));
+      // Merged away or erased between the graph read and the lock: read again from scratch.
+      if (!complete || ids.some((id) => !live.has(id))) return 'stale';
+      w.profiles.addLocked(rows);
+      return 'ok';
+    },
+    mergedCounts: countMergedInto,
+    create: (ws, at, eventId) => w.profiles.createProfile(ws, at, { type: 'event', id: eventId }).id,
+    merge(primaryId, secondaryId, eventId, at) {
+      const source = { type: 'event' as const, id: eventId };
+      const primary = w.profiles.survivor(primaryId)!;
+      w.profiles.merge(primary, w.profiles.survivor(secondaryId)!, source, at);
+      w.profiles.mergedFact(primary.workspaceId, primary.id, [secondaryId], source);
+    },
+  };
+}
+
+async function writeProfiles(w: BatchWork): Promise<StepResult> {
+  const liveId = (id: string) => w.profiles.survivor(id)?.id ?? id;
+  await w.profiles.flush(w.tx);
+  if ((await w.graph.flush(w.tx, liveId)) === 'stale') {
+    return { kind: 'retry', reason: 'an identifier was linked by another writer meanwhile' };
+  }
+  for (const i of w.items) if (i.profileId) i.profileId = liveId(i.profileId);
+  return OK;
+}
+
+async function applyOrdersStep(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
+  if (w.ctx.orderGate && live.some((i) => i.eventType === 'order')) {
+    w.ctx.held.push(await w.ctx.orderGate.acquire());
+  }
+  return applyOrders(w.tx, live, w.ctx.log);
+}
+
+async function collectEffects(w: BatchWork): Promise<StepResult> {
+  await writeOutboxMany(w.tx, w.profiles.facts);
+  return OK;
+}

@@ -1,0 +1,82 @@
+import { type StepResult, settled } from '../../platform/pipeline';
+import {
+  classifyAnonymousId,
+  classifyIdentity,
+  type IdentifierType,
+  identifierKey,
+  orderingTokens,
+} from '../identity';
+import { deleteEventsBySeq, markEventsApplied } from '../ingest';
+import { partitionByOrder } from './ordering';
+import type { BatchWork, WorkItem } from './pipeline';
+import * as repo from './processing.repo';
+
+/** The processing module's own steps: the order guard and the processed marks. */
+
+/** Per-person order across workers (ordering.ts): tokens are identifiers and their owning profiles. */
+export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
+  const maxSeq = live[live.length - 1]!.seq;
+  const pending = (
+    await repo.findPendingBefore(
+      w.tx,
+      maxSeq,
+      w.items.map((i) => i.seq),
+      5000,
+    )
+  ).map((p) => {
+    const junk = w.ctx.settings.junk(p.workspace_id);
+    return {
+      seq: p.seq,
+      workspaceId: p.workspace_id,
+      ids: [classifyIdentity(p.identity, junk), classifyAnonymousId(p.anonymous_id, junk)],
+    };
+  });
+  // One lookup for every identifier of the batch and of the events it may have to wait for.
+  const keys = new Map<string, { workspace_id: string; type: IdentifierType; value: string }>();
+  for (const { workspaceId, ids } of [
+    ...live.map((i) => ({ workspaceId: i.workspaceId, ids: [i.identity, i.anonymous] })),
+    ...pending,
+  ]) {
+    for (const id of ids) {
+      if (id)
+        keys.set(identifierKey(workspaceId, id), {
+          workspace_id: workspaceId,
+          type: id.type,
+          value: id.value,
+        });
+    }
+  }
+  await w.graph.load(w.tx, [...keys.values()]);
+  const { deferred } = partitionByOrder(
+    live.map((i) => ({
+      seq: i.seq,
+      tokens: orderingTokens(w.graph, i.workspaceId, [i.identity, i.anonymous]),
+    })),
+    pending.map((p) => ({ seq: p.seq, tokens: orderingTokens(w.graph, p.workspaceId, p.ids) })),
+  );
+  return settled(deferred.map((d) => [d.seq, { kind: 'deferred' }]));
+}
+
+/** `gone`: claimed seqs whose event was deleted meanwhile; they only leave the backlog. */
+export async function markProcessed(w: BatchWork, gone: readonly number[]): Promise<void> {
+  const applied: Array<{ seq: number; profile_id: string | null }> = [];
+  const dropped: number[] = [];
+  const deadLetters: repo.DeadLetterWrite[] = [];
+  for (const i of w.items) {
+    const s = w.settled.get(i.seq);
+    if (s?.kind === 'deferred') continue;
+    if (s?.kind === 'dropped') {
+      dropped.push(i.seq);
+      continue;
+    }
+    if (s?.kind === 'dead_letter') {
+      deadLetters.push(repo.deadLetter(i.workspaceId, i.seq, s.reason));
+      if (!s.keepProfile) i.profileId = null;
+    }
+    applied.push({ seq: i.seq, profile_id: i.profileId });
+  }
+  await repo.insertDeadLetters(w.tx, deadLetters);
+  await repo.removeFromBacklog(w.tx, [...applied.map((a) => a.seq), ...dropped, ...gone]);
+  await markEventsApplied(w.tx, applied);
+  await deleteEventsBySeq(w.tx, dropped);
+}

@@ -1,0 +1,102 @@
+import { createYielder, stringifyArray } from '../../platform/cooperate';
+import type { Queryable } from '../../platform/db';
+import { movesFrom, movesParams } from '../../platform/db/moves';
+import type { Json } from './traits';
+
+/** SQL of profile_lineage: every field-level change of a profile (spec rule 4). */
+
+export interface LineageWrite {
+  workspace_id: string;
+  profile_id: string;
+  path: string;
+  old_value: Json;
+  new_value: Json;
+  source_type: 'event' | 'api_key';
+  source_id: string | null;
+  merged_from: string | null;
+  occurred_at: string;
+}
+
+/** Lineage rows per INSERT: a batch of wide writes has hundreds of thousands; this bounds a statement. */
+export const LINEAGE_ROWS_PER_STATEMENT = 5000;
+
+export async function insertLineage(
+  q: Queryable,
+  rows: readonly LineageWrite[],
+  yieldNow: () => Promise<void> = createYielder(),
+): Promise<void> {
+  for (let from = 0; from < rows.length; from += LINEAGE_ROWS_PER_STATEMENT) {
+    // The values travel wrapped ({v: …}) so that a JSON null stays distinguishable from "no value".
+    const json = await stringifyArray(rows.slice(from, from + LINEAGE_ROWS_PER_STATEMENT), yieldNow, (r) => ({
+      ...r,
+      old_value: r.old_value === null ? null : { v: r.old_value },
+      new_value: { v: r.new_value },
+    }));
+    await q.query(
+      `INSERT INTO profile_lineage (workspace_id, profile_id, path, old_value, new_value, source_type, source_id,
+                                    merged_from, occurred_at)
+       SELECT workspace_id, profile_id, path, old_value -> 'v', new_value -> 'v', source_type, source_id,
+              merged_from, occurred_at
+         FROM jsonb_to_recordset($1::jsonb) AS r(workspace_id uuid, profile_id uuid, path text, old_value jsonb,
+              new_value jsonb, source_type text, source_id text, merged_from uuid, occurred_at timestamptz)`,
+      [json],
+    );
+  }
+}
+
+export interface LineageRow {
+  seq: number;
+  path: string;
+  old_value: Json;
+  new_value: Json;
+  source_type: 'event' | 'api_key';
+  source_id: string | null;
+  merged_from: string | null;
+  occurred_at: Date;
+  recorded_at: Date;
+}
+
+/** A profile's lineage, newest first. */
+export async function listLineage(
+  q: Queryable,
+  workspaceId: string,
+  profileId: string,
+  beforeSeq: number | null,
+  limit: number,
+): Promise<LineageRow[]> {
+  const { rows } = await q.query<LineageRow>(
+    `SELECT seq, path, old_value, new_value, source_type, source_id, merged_from, occurred_at, recorded_at
+       FROM profile_lineage
+      WHERE workspace_id = $1 AND profile_id = $2 AND ($3::bigint IS NULL OR seq < $3::bigint)
+      ORDER BY seq DESC LIMIT $4`,
+    [workspaceId, profileId, beforeSeq, limit],
+  );
+  return rows;
+}
+
+/** After merges: the merged-away profiles' lineage moves to their survivors. */
+export async function moveLineage(
+  q: Queryable,
+  workspaceId: string,
+  moves: ReadonlyArray<{ from: string; to: string }>,
+): Promise<void> {
+  if (moves.length === 0) return;
+  await q.query(
+    `UPDATE profile_lineage l SET profile_id = m.to_id FROM ${movesFrom(2)}
+      WHERE l.workspace_id = $1 AND l.profile_id = m.from_id`,
+    [workspaceId, ...movesParams(moves)],
+  );
+}
+
+/** Erasure: the lineage of these profiles goes (it has no foreign key to cascade). Returns how many. */
+export async function deleteLineage(
+  q: Queryable,
+  workspaceId: string,
+  ids: readonly string[],
+): Promise<number> {
+  const { rowCount } = await q.query(
+    'DELETE FROM profile_lineage WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])',
+    [workspaceId, ids],
+  );
+  return rowCount;
+}

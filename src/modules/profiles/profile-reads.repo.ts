@@ -1,0 +1,93 @@
+import type { Queryable } from '../../platform/db';
+import { COLUMNS, type ProfileRow } from './profiles.repo';
+
+/**
+ * Reads of profiles as the API shows them. A read carries the profile's identifiers, read from the
+ * identity graph in the same statement (one snapshot: a merge committing meanwhile cannot make a
+ * profile show another's identifiers); the graph's rows are only read here, never written.
+ */
+
+/** A profile as a read shows it: the row plus its identifiers. */
+export interface ProfileReadRow extends ProfileRow {
+  identities: Array<{ type: string; value: string }>;
+}
+
+const IDENTITIES = `COALESCE((SELECT jsonb_agg(jsonb_build_object('type', n.type, 'value', n.value)
+    ORDER BY n.first_seen, n.type, n.value) FROM identity_nodes n WHERE n.profile_id = p.id), '[]'::jsonb)
+  AS identities`;
+
+/** The live profile an id stands for: itself, or the profile it was merged into. */
+export async function findSurvivorId(q: Queryable, workspaceId: string, id: string): Promise<string | null> {
+  const { rows } = await q.query<{ id: string; merged_into: string | null }>(
+    'SELECT id, merged_into FROM profiles WHERE workspace_id = $1 AND id = $2',
+    [workspaceId, id],
+  );
+  const row = rows[0];
+  return row ? (row.merged_into ?? row.id) : null;
+}
+
+/**
+ * The live profile an id names: itself, or the survivor it was merged into. One statement, so one
+ * snapshot: a merge committing between "which survivor?" and "read it" cannot make it vanish (a
+ * merge re-points every row merged into its secondary, so merged_into is always one hop).
+ */
+export async function getProfile(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+): Promise<ProfileReadRow | null> {
+  const { rows } = await q.query<ProfileReadRow>(
+    `SELECT ${COLUMNS}, ${IDENTITIES} FROM profiles s
+       JOIN profiles p ON p.id = COALESCE(s.merged_into, s.id)
+      WHERE s.workspace_id = $1 AND s.id = $2 AND p.merged_into IS NULL`,
+    [workspaceId, id],
+  );
+  return rows[0] ?? null;
+}
+
+export interface ProfileFilter {
+  email?: string | undefined;
+  /** Profile ids owning the identity filter's nodes (already resolved by the caller). */
+  ids?: string[] | undefined;
+}
+
+export async function listProfiles(
+  q: Queryable,
+  workspaceId: string,
+  filter: ProfileFilter,
+  afterSeq: number | null,
+  limit: number,
+): Promise<ProfileReadRow[]> {
+  const { rows } = await q.query<ProfileReadRow>(
+    `SELECT ${COLUMNS}, ${IDENTITIES} FROM profiles p
+      WHERE p.workspace_id = $1 AND p.merged_into IS NULL
+        AND ($2::bigint IS NULL OR p.seq > $2::bigint)
+        AND ($3::text IS NULL OR p.email = $3::text)
+        AND ($4::uuid[] IS NULL OR p.id = ANY($4::uuid[]))
+      ORDER BY p.seq LIMIT $5`,
+    [workspaceId, afterSeq, filter.email ?? null, filter.ids ?? null, limit],
+  );
+  return rows;
+}
+
+/** Live profiles whose e-mail field is this (normalized) address, oldest first. */
+export async function findProfileIdsByEmail(
+  q: Queryable,
+  workspaceId: string,
+  email: string,
+): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    `SELECT id FROM profiles WHERE workspace_id = $1 AND email = $2 AND merged_into IS NULL ORDER BY seq LIMIT 10`,
+    [workspaceId, email],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** The ids merged into a profile (oldest first). */
+export async function listMergedIds(q: Queryable, workspaceId: string, profileId: string): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    'SELECT id FROM profiles WHERE workspace_id = $1 AND merged_into = $2 ORDER BY seq',
+    [workspaceId, profileId],
+  );
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,37 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+
+/** Opening an embedded PGlite: its data directory, its server settings, its type parsers. */
+
+const INT8 = 20;
+const NUMERIC = 1700;
+
+/**
+ * Server settings on top of PGlite's defaults. PGlite's initdb picks shared_buffers = 128 MB, and
+ * the WASM heap grows past it as pages are touched (≈ 190 MB of linear memory, ≈ 350 MB RSS once
+ * open). 32 MB of buffers keeps the heap at its 128 MB minimum; pages beyond it are re-read from
+ * the data files through the OS page cache. Measured: RSS ≈ 240 MB after open instead of ≈ 350.
+ */
+export const PGLITE_START_PARAMS: readonly string[] = [
+  ...PGlite.defaultStartParams,
+  '-c',
+  'shared_buffers=32MB',
+  '-c',
+  'temp_buffers=2MB',
+];
+
+/** Opens PGlite with the service's settings: numbers for int8/numeric, the memory settings above. */
+export async function openPglite(dataDir: string | null): Promise<PGlite> {
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  return PGlite.create({
+    ...(dataDir ? { dataDir: resolve(dataDir) } : {}),
+    startParams: [...PGLITE_START_PARAMS],
+    parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => Number(v) },
+  });
+}
+
+/** True when the directory already holds a database cluster (initdb has run). */
+export function clusterExists(dataDir: string): boolean {
+  return existsSync(join(dataDir, 'PG_VERSION'));
+}

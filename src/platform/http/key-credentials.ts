@@ -1,0 +1,112 @@
+import type { FastifyContextConfig } from 'fastify';
+import { AppError } from '../errors';
+import type { Principal, PrincipalResolver } from './principal';
+
+/** What a key store knows about an active key (implemented by modules/api-keys). */
+export interface KeyGrant {
+  id: string;
+  workspaceId: string;
+  scopes: readonly string[];
+  allowedDomains: readonly string[];
+  workspaceSettings: Readonly<Record<string, unknown>>;
+}
+
+/** The port the key resolvers need: raw secret → the active key, or null. */
+export interface KeyLookup {
+  resolve(rawSecret: string): Promise<KeyGrant | null>;
+}
+
+const invalidKey = (message = 'API key is not valid for any workspace') =>
+  new AppError('INVALID_TENANT_KEY', message);
+
+async function grantOf(keys: KeyLookup, raw: string, kind: Principal['kind']): Promise<Principal> {
+  const key = await keys.resolve(raw);
+  if (!key) throw invalidKey();
+  return { ...key, kind, keyId: key.id };
+}
+
+/** Write keys (Segment's two ways of sending a key) are accepted where the route ingests, only. */
+const ingestRoutes = (route: FastifyContextConfig) => route.auth === 'ingest';
+
+/** `X-API-Key: <key>`: every key-protected route. */
+export function apiKeyHeader(keys: KeyLookup): PrincipalResolver {
+  return {
+    name: 'x-api-key',
+    stage: 'headers',
+    hint: 'X-API-Key header',
+    async resolve(req) {
+      const raw = req.headers['x-api-key'];
+      if (raw === undefined || raw === '') return null;
+      if (typeof raw !== 'string') throw invalidKey('send exactly one X-API-Key header');
+      return grantOf(keys, raw, 'api_key');
+    },
+  };
+}
+
+const BASIC = /^Basic +([A-Za-z0-9+/]+={0,2}) *$/i;
+
+/**
+ * `Authorization: Basic base64(<key>:)`, the key as user name and an empty password (Segment's
+ * HTTP API). Other schemes are not a key and are left alone.
+ */
+export function basicAuthWriteKey(keys: KeyLookup): PrincipalResolver {
+  return {
+    name: 'basic-auth',
+    stage: 'headers',
+    hint: 'HTTP Basic user name',
+    appliesTo: ingestRoutes,
+    async resolve(req) {
+      const header = req.headers.authorization;
+      if (typeof header !== 'string' || !/^Basic(\s|$)/i.test(header)) return null;
+      const encoded = BASIC.exec(header)?.[1];
+      const decoded = encoded ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+      const colon = decoded.indexOf(':');
+      if (colon <= 0 || colon !== decoded.length - 1) {
+        throw invalidKey('send the key as the Basic user name, with an empty password');
+      }
+      return grantOf(keys, decoded.slice(0, colon), 'write_key');
+    },
+  };
+}
+
+/**
+ * `writeKey` in the JSON body (Segment's browser library): the event's own field, or for a batch
+ * (an array) the field of its items, all the same key. The field is taken out of the body: it is a
+ * credential, not event data, so it is neither validated nor stored.
+ */
+export function bodyWriteKey(keys: KeyLookup): PrincipalResolver {
+  return {
+    name: 'body-write-key',
+    stage: 'body',
+    hint: 'writeKey in the body',
+    appliesTo: ingestRoutes,
+    async resolve(req) {
+      const raw = takeWriteKey(req.body);
+      return raw === null ? null : grantOf(keys, raw, 'write_key');
+    },
+  };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Removes every `writeKey` of the body; answers the key, null if none, or throws if they differ. */
+export function takeWriteKey(body: unknown): string | null {
+  const holders = Array.isArray(body) ? body.filter(isRecord) : isRecord(body) ? [body] : [];
+  let found: string | null = null;
+  for (const holder of holders) {
+    if (!Object.hasOwn(holder, 'writeKey')) continue;
+    const value = holder.writeKey;
+    delete holder.writeKey;
+    if (typeof value !== 'string' || value === '' || (found !== null && value !== found)) {
+      throw invalidKey('writeKey must be one key, the same in every event');
+    }
+    found = value;
+  }
+  return found;
+}
+
+/** The three ways to send a key, in the order they are read. */
+export function keyResolvers(keys: KeyLookup): PrincipalResolver[] {
+  return [apiKeyHeader(keys), basicAuthWriteKey(keys), bodyWriteKey(keys)];
+}

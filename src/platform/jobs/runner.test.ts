@@ -1,0 +1,224 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../db/port';
+import { enqueue, type Job } from './jobs.repo';
+import { openTestDb, sleep, type TestDb, waitFor } from './jobs.test-kit';
+import { jobCounts, listJobs } from './jobs.view';
+import { createJobRunner, type JobRunner, type JobRunnerDeps } from './runner';
+
+/** The job runner against the engine under test (PGlite, or PostgreSQL with DATABASE_URL). */
+let t: TestDb;
+let db: Db;
+const runners: JobRunner[] = [];
+
+beforeAll(async () => {
+  t = await openTestDb();
+  db = t.db;
+});
+afterEach(async () => {
+  await Promise.all(runners.splice(0).map((r) => r.stop({ drainMs: 100 })));
+});
+afterAll(() => t.close());
+
+const fast = { baseMs: 20, capMs: 50 };
+function runner(deps: Partial<JobRunnerDeps> = {}): JobRunner {
+  const r = createJobRunner({ db, pollMs: 20, scheduleEveryMs: 50, leaseGraceMs: 200, ...deps });
+  runners.push(r);
+  return r;
+}
+const getJob = async (id: string) => (await db.query<Job>('SELECT * FROM jobs WHERE id = $1', [id])).rows[0]!;
+const settled = (id: string) => waitFor(async () => ['succeeded', 'dead'].includes((await getJob(id)).state));
+let n = 0;
+const queue = () => `q${++n}`;
+
+describe('the job runner', () => {
+  it('retries a failing job until it succeeds, keeping the last error', async () => {
+    const q = queue();
+    const r = runner();
+    let calls = 0;
+    r.register(
+      q,
+      async () => {
+        calls++;
+        if (calls < 3) throw new Error(`flaky ${calls}`);
+      },
+      { backoff: fast },
+    );
+    const { id } = await enqueue(db, { queue: q, payload: { a: 1 } });
+    r.start();
+    await settled(id);
+    expect(await getJob(id)).toMatchObject({ state: 'succeeded', attempts: 3, last_error: 'Error: flaky 2' });
+  });
+
+  it('dead-letters a job after its last attempt, with the last error', async () => {
+    const q = queue();
+    const r = runner();
+    let calls = 0;
+    r.register(
+      q,
+      async () => {
+        throw new Error(`boom ${++calls}`);
+      },
+      { backoff: fast },
+    );
+    const { id } = await enqueue(db, { queue: q, maxAttempts: 3 });
+    r.start();
+    await settled(id);
+    await sleep(100);
+    expect(calls).toBe(3);
+    expect(await getJob(id)).toMatchObject({ state: 'dead', attempts: 3, last_error: 'Error: boom 3' });
+  });
+
+  it('dead-letters at once when the handler says retrying cannot help', async () => {
+    const q = queue();
+    const r = runner();
+    r.register(q, async () => {
+      throw Object.assign(new Error('410 Gone'), { retryable: false });
+    });
+    const { id } = await enqueue(db, { queue: q, maxAttempts: 5 });
+    r.start();
+    await settled(id);
+    expect(await getJob(id)).toMatchObject({ state: 'dead', attempts: 1, last_error: 'Error: 410 Gone' });
+  });
+
+  it('aborts a hung handler at its timeout, counts the attempt as failed and retries', async () => {
+    const q = queue();
+    const r = runner();
+    const signals: AbortSignal[] = [];
+    r.register(
+      q,
+      async (_p, { signal, job }) => {
+        signals.push(signal);
+        if (job.attempts === 1) await new Promise(() => {}); // hangs and ignores its signal
+      },
+      { timeoutMs: 200, backoff: fast },
+    );
+    const { id } = await enqueue(db, { queue: q });
+    r.start();
+    await settled(id);
+    expect(await getJob(id)).toMatchObject({
+      state: 'succeeded',
+      attempts: 2,
+      last_error: 'Error: timed out after 200 ms',
+    });
+    expect(signals[0]!.aborted).toBe(true);
+  });
+
+  it('runs a job again when its worker died holding it (lease expired)', async () => {
+    const q = queue();
+    const { id } = await enqueue(db, { queue: q });
+    await db.query(
+      `UPDATE jobs SET state = 'running', attempts = 1, locked_by = 'dead-worker',
+         locked_until = now() - interval '1 second' WHERE id = $1`,
+      [id],
+    );
+    const r = runner();
+    r.register(q, async () => {});
+    r.start();
+    await settled(id);
+    expect(await getJob(id)).toMatchObject({ state: 'succeeded', attempts: 2 });
+  });
+
+  it('dead-letters a job whose worker died on its last attempt, without running it again', async () => {
+    const q = queue();
+    const { id } = await enqueue(db, { queue: q, maxAttempts: 2 });
+    await db.query(
+      `UPDATE jobs SET state = 'running', attempts = 2, locked_by = 'dead-worker', last_error = 'Error: oops',
+         locked_until = now() - interval '1 second' WHERE id = $1`,
+      [id],
+    );
+    let ran = false;
+    const r = runner();
+    r.register(q, async () => {
+      ran = true;
+    });
+    r.start();
+    await settled(id);
+    expect(ran).toBe(false);
+    expect((await getJob(id)).last_error).toBe('lease expired on attempt 2; last error: Error: oops');
+  });
+
+  it('keeps one live job per queue and key, and enqueues nothing when the transaction rolls back', async () => {
+    const q = queue();
+    const a = await enqueue(db, { queue: q, key: 'segment-7' });
+    const b = await enqueue(db, { queue: q, key: 'segment-7' });
+    expect(b).toEqual({ id: a.id, created: false });
+    await db
+      .transaction(async (tx) => {
+        await enqueue(tx, { queue: q, key: 'other' });
+        throw new Error('rolled back');
+      })
+      .catch(() => {});
+    expect((await listJobs(db, { queue: q })).jobs.map((j) => j.id)).toEqual([a.id]);
+    await expect(enqueue(db, { queue: q, payload: 'x'.repeat(300_000) })).rejects.toThrow(RangeError);
+    await expect(enqueue(db, { queue: q, maxAttempts: 0 })).rejects.toThrow(RangeError);
+  });
+
+  it('runs a schedule once per tick, however many runners share it', async () => {
+    const q = queue();
+    const seen: string[] = [];
+    const [r1, r2] = [runner(), runner({ db: await t.other() })];
+    for (const r of [r1, r2]) {
+      r.register(q, async (_p, { job }) => {
+        seen.push(job.key!);
+      });
+      await r.schedule(`tick-${q}`, 'every 1s', q, { hello: 'world' });
+    }
+    r1.start();
+    r2.start();
+    await sleep(3_600);
+    await Promise.all([r1.stop(), r2.stop()]);
+    const { jobs } = await listJobs(db, { queue: q });
+    expect(jobs.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(jobs.map((j) => j.key)).size).toBe(jobs.length);
+    expect(seen.sort()).toEqual(jobs.map((j) => j.key).sort());
+    expect(jobs.every((j) => (j.payload as { hello: string }).hello === 'world')).toBe(true);
+  });
+
+  it('on stop, waits for running jobs to finish', async () => {
+    const q = queue();
+    const r = runner();
+    r.register(q, () => sleep(300));
+    const { id } = await enqueue(db, { queue: q });
+    r.start();
+    await waitFor(() => r.active === 1);
+    expect(await r.stop({ drainMs: 5_000 })).toEqual({ finished: 1, released: 0 });
+    expect((await getJob(id)).state).toBe('succeeded');
+  });
+
+  it('on stop, gives back what does not finish in time, without counting the attempt', async () => {
+    const q = queue();
+    const r = runner();
+    let aborted = false;
+    r.register(q, async (_p, { signal }) => {
+      await new Promise<void>((resolve) =>
+        signal.addEventListener('abort', () => {
+          aborted = true;
+          resolve(); // a handler that resolves on abort is still not recorded as done
+        }),
+      );
+    });
+    const { id } = await enqueue(db, { queue: q });
+    r.start();
+    await waitFor(() => r.active === 1);
+    expect(await r.stop({ drainMs: 100 })).toEqual({ finished: 0, released: 1 });
+    expect(aborted).toBe(true);
+    await sleep(50);
+    expect(await getJob(id)).toMatchObject({ state: 'queued', attempts: 0, locked_by: null });
+  });
+
+  it('lists jobs by queue and state in pages, and counts them per state', async () => {
+    const q = queue();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await enqueue(db, { queue: q, payload: { i } })).id);
+    await db.query(`UPDATE jobs SET state = 'dead', last_error = 'x' WHERE id = $1`, [ids[4]]);
+    // Ids sort by creation time (to the millisecond; ties in random order): pages follow id order.
+    const queued = ids.slice(0, 4).sort();
+    const first = await listJobs(db, { queue: q, state: 'queued', limit: 3 });
+    expect(first.jobs.map((j) => j.id)).toEqual(queued.slice(0, 3));
+    const second = await listJobs(db, { queue: q, state: 'queued', limit: 3, after: first.next! });
+    expect(second).toEqual({ jobs: [expect.objectContaining({ id: queued[3] })], next: null });
+    expect(await jobCounts(db, { queue: q })).toEqual({
+      [q]: { queued: 4, running: 0, succeeded: 0, dead: 1 },
+    });
+  });
+});

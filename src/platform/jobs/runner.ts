@@ -1,0 +1,220 @@
+import { randomBytes } from 'node:crypto';
+import { isStorageUnavailable } from '../db/errors';
+import { createLogger, describeError } from '../logger';
+import { type BackoffPolicy, backoffMs, DEFAULT_BACKOFF } from './backoff';
+import { claimJobs, completeJob, failJob, type Job, releaseJobs } from './jobs.repo';
+import type { JobHandler, JobRunner, JobRunnerDeps } from './runner.types';
+import { materializeDueSchedules, upsertSchedule } from './schedules.repo';
+
+export type { JobContext, JobHandler, JobRunner, JobRunnerDeps, QueueOptions } from './runner.types';
+
+interface Running {
+  job: Job;
+  token: string;
+  abort: AbortController;
+  done: Promise<void>;
+  released: boolean;
+}
+
+export const MIN_TIMEOUT_MS = 100;
+export const MAX_TIMEOUT_MS = 3_600_000;
+
+export function createJobRunner(deps: JobRunnerDeps): JobRunner {
+  const { db } = deps;
+  const log = deps.log ?? createLogger('silent');
+  const concurrency = deps.concurrency ?? 4;
+  const pollMs = deps.pollMs ?? 500;
+  const scheduleEveryMs = deps.scheduleEveryMs ?? 1_000;
+  const graceMs = deps.leaseGraceMs ?? 5_000;
+  const outagePolicy = { baseMs: Math.min(pollMs, 1_000) * 2, capMs: deps.outageCapMs ?? 30_000 };
+  const runnerId = randomBytes(6).toString('hex');
+  const queues = new Map<string, { handler: JobHandler; timeoutMs: number; backoff: BackoffPolicy }>();
+  const scheduleNames = new Set<string>();
+  const inflight = new Map<string, Running>();
+  let claimSeq = 0;
+  let state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
+  let loopDone: Promise<void> = Promise.resolve();
+  let wakeUp: (() => void) | null = null;
+
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        wakeUp = null;
+        resolve();
+      }
+      wakeUp = done;
+    });
+
+  async function loop(): Promise<void> {
+    let failures = 0;
+    let nextScheduleAt = 0;
+    while (state === 'running') {
+      try {
+        if (scheduleNames.size > 0 && Date.now() >= nextScheduleAt) {
+          nextScheduleAt = Date.now() + scheduleEveryMs;
+          await materializeDueSchedules(db, [...scheduleNames]);
+        }
+        const free = concurrency - inflight.size;
+        let claimed: Job[] = [];
+        if (free > 0 && queues.size > 0) {
+          const token = `${runnerId}.${++claimSeq}`;
+          const leases = [...queues].map(([queue, q]) => ({ queue, leaseMs: q.timeoutMs + graceMs }));
+          claimed = await claimJobs(db, token, leases, free);
+          for (const job of claimed) startJob(job, token);
+        }
+        failures = 0;
+        // A full batch may mean more is due: claim again at once (unless every slot is taken).
+        if (claimed.length === 0 || claimed.length < free || inflight.size >= concurrency) {
+          await pause(pollMs);
+        }
+      } catch (err) {
+        failures++;
+        const unavailable = isStorageUnavailable(err);
+        log.warn(
+          { err, failures },
+          unavailable ? 'jobs: storage unavailable, retrying' : 'jobs: claim failed, retrying',
+        );
+        await pause(outagePolicy.baseMs / 2 + backoffMs(failures, outagePolicy));
+      }
+    }
+  }
+
+  function startJob(job: Job, token: string): void {
+    const r: Running = { job, token, abort: new AbortController(), done: Promise.resolve(), released: false };
+    inflight.set(job.id, r);
+    r.done = runJob(r)
+      .catch((err: unknown) => log.error({ err, job_id: job.id }, 'jobs: bookkeeping failed'))
+      .finally(() => {
+        inflight.delete(job.id);
+        if (inflight.size === concurrency - 1) wakeUp?.();
+      });
+  }
+
+  async function runJob(r: Running): Promise<void> {
+    const { job, token } = r;
+    const q = queues.get(job.queue)!;
+    if (job.attempts > job.max_attempts) {
+      // Its last attempt's worker died (the lease ran out): no attempt is left to run.
+      const why = `lease expired on attempt ${job.max_attempts}${job.last_error ? `; last error: ${job.last_error}` : ''}`;
+      await persist(r, () => failJob(db, job.id, token, why, 0, true));
+      log.error({ job_id: job.id, queue: job.queue }, 'jobs: dead letter (worker lost)');
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), q.timeoutMs);
+    });
+    let error: unknown = null;
+    try {
+      const work = Promise.resolve().then(() => q.handler(job.payload, { job, signal: r.abort.signal, db }));
+      work.catch(() => {}); // a handler still running after its timeout may fail later, unobserved
+      if ((await Promise.race([work, timedOut])) === 'timeout') {
+        error = new Error(`timed out after ${q.timeoutMs} ms`);
+        r.abort.abort(error);
+      }
+    } catch (err) {
+      error = err;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (r.released) return;
+    if (error === null) {
+      await persist(r, () => completeJob(db, job.id, token));
+      return;
+    }
+    if (isStorageUnavailable(error)) {
+      // The database failed, not the job: give it back without counting the attempt.
+      log.warn(
+        { err: error, job_id: job.id, queue: job.queue },
+        'jobs: storage unavailable during job, requeued',
+      );
+      await persist(r, () => releaseJobs(db, [{ id: job.id, token }], backoffMs(1, q.backoff) + 1_000));
+      return;
+    }
+    const permanent = (error as { retryable?: unknown } | null)?.retryable === false;
+    const delay = backoffMs(job.attempts, q.backoff);
+    const state = await persist(r, () => failJob(db, job.id, token, describeError(error), delay, permanent));
+    const fields = { err: error, job_id: job.id, queue: job.queue, attempt: job.attempts };
+    if (state === 'dead') log.error(fields, 'jobs: dead letter');
+    else log.warn({ ...fields, retry_in_ms: delay }, 'jobs: attempt failed, will retry');
+  }
+
+  /** Writes a job's outcome, retrying through a storage outage until the write lands or stop gives up. */
+  async function persist<T>(r: Running, write: () => Promise<T>): Promise<T | null> {
+    for (let failures = 1; ; failures++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (!isStorageUnavailable(err) || r.released) throw err;
+        log.warn({ err, job_id: r.job.id }, 'jobs: storage unavailable while recording a result, retrying');
+        await new Promise((res) =>
+          setTimeout(res, outagePolicy.baseMs / 2 + backoffMs(failures, outagePolicy)),
+        );
+      }
+    }
+  }
+
+  return {
+    register(queue, handler, opts = {}) {
+      if (queues.has(queue)) throw new Error(`queue "${queue}" already has a handler`);
+      const timeoutMs = opts.timeoutMs ?? 30_000;
+      if (!(timeoutMs >= MIN_TIMEOUT_MS && timeoutMs <= MAX_TIMEOUT_MS)) {
+        throw new RangeError(`timeoutMs must be from ${MIN_TIMEOUT_MS} to ${MAX_TIMEOUT_MS}`);
+      }
+      queues.set(queue, {
+        handler: handler as JobHandler,
+        timeoutMs,
+        backoff: opts.backoff ?? DEFAULT_BACKOFF,
+      });
+    },
+    async schedule(name, spec, queue, payload = {}) {
+      await upsertSchedule(db, { name, spec, queue, payload });
+      scheduleNames.add(name);
+    },
+    start() {
+      if (state !== 'idle') throw new Error(`the job runner is ${state}`);
+      state = 'running';
+      loopDone = loop();
+    },
+    async stop(opts = {}) {
+      if (state !== 'running') {
+        state = 'stopped';
+        return { finished: 0, released: 0 };
+      }
+      state = 'stopping';
+      wakeUp?.();
+      await loopDone;
+      const running = [...inflight.values()];
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((res) => {
+        timer = setTimeout(res, opts.drainMs ?? 10_000);
+      });
+      await Promise.race([Promise.all(running.map((r) => r.done)), deadline]);
+      clearTimeout(timer);
+      const left = [...inflight.values()];
+      let released = 0;
+      if (left.length > 0) {
+        for (const r of left) {
+          r.released = true;
+          r.abort.abort(new Error('the job runner is shutting down'));
+        }
+        released = await releaseJobs(
+          db,
+          left.map((r) => ({ id: r.job.id, token: r.token })),
+        ).catch((err: unknown) => {
+          // Their leases run out and another process takes them over: nothing is lost.
+          log.error({ err, jobs: left.length }, 'jobs: could not release unfinished jobs');
+          return 0;
+        });
+        log.warn({ released, jobs: left.map((r) => r.job.id) }, 'jobs: released unfinished jobs at shutdown');
+      }
+      state = 'stopped';
+      return { finished: running.length - left.length, released };
+    },
+    get active() {
+      return inflight.size;
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import type { Logger } from 'pino';
+import type { Db } from '../db/port';
+import type { BackoffPolicy } from './backoff';
+import type { Job } from './jobs.repo';
+
+/** The job runner's public shapes (runner.ts implements them). */
+
+export interface JobContext<P = unknown> {
+  job: Job<P>;
+  /** Aborted at the queue's timeout and when a shutdown gives up waiting; stop work when it fires. */
+  signal: AbortSignal;
+  db: Db;
+}
+
+/** Resolves: done. Throws: the attempt failed (an error with `retryable: false` dead-letters at once). */
+export type JobHandler<P = unknown> = (payload: P, ctx: JobContext<P>) => Promise<void>;
+
+export interface QueueOptions {
+  /** Per attempt, 100 ms – 1 h, default 30 s. */
+  timeoutMs?: number;
+  backoff?: BackoffPolicy;
+}
+
+export interface JobRunnerDeps {
+  db: Db;
+  log?: Logger;
+  /** Jobs run at once by this process, over all its queues (default 4). */
+  concurrency?: number;
+  /** Wait between claims when nothing was due (default 500 ms). */
+  pollMs?: number;
+  /** How often due schedules are turned into jobs (default 1 s). */
+  scheduleEveryMs?: number;
+  /** A lease lasts the timeout plus this, so a live worker always writes its result first (default 5 s). */
+  leaseGraceMs?: number;
+  /** Ceiling of the pause after a failed claim (storage outage), default 30 s. */
+  outageCapMs?: number;
+}
+
+export interface JobRunner {
+  register<P = unknown>(queue: string, handler: JobHandler<P>, opts?: QueueOptions): void;
+  /** Persists a recurring job (spec: see schedule.ts) and lets this process enqueue its ticks. */
+  schedule(name: string, spec: string, queue: string, payload?: unknown): Promise<void>;
+  start(): void;
+  /** Stops claiming, waits up to drainMs (default 10 s) for running jobs, then gives the rest back. */
+  stop(opts?: { drainMs?: number }): Promise<{ finished: number; released: number }>;
+  /** Jobs running in this process now. */
+  readonly active: number;
+}
