@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type Db, isContention as isDbContention, isStorageUnavailable } from '../../platform/db';
+import { analyzeTables } from '../../platform/db/maintenance';
 import { describeError } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
 import type { WorkerModule } from '../../worker';
@@ -64,6 +65,16 @@ export const CONCURRENCY = { postgres: 2, pglite: 1 } as const;
  */
 export const VACUUM_EVERY = 5_000;
 
+/**
+ * Events processed between two ANALYZEs of the tables the pipeline reads. Without fresh statistics
+ * (no autovacuum on PGlite, often none or late on servers) the planner keeps the estimates of an
+ * empty database and turns the batch lookups into scans of whole tables as they grow.
+ */
+export const ANALYZE_EVERY = 50_000;
+
+/** The tables the pipeline's statements read by key. */
+const PIPELINE_TABLES = ['events', 'profiles', 'identity_nodes', 'orders', 'products'] as const;
+
 /** Longest pause between two attempts while the database is unavailable: recovery within this. */
 export const MAX_OUTAGE_BACKOFF_MS = 2000;
 
@@ -113,15 +124,25 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
   const unlisten = await db.listen(EVENTS_CHANNEL, kick);
 
   let sinceVacuum = 0;
+  let sinceAnalyze = 0;
+  // A fresh database has no statistics at all: analyze early, then at doubling intervals up to
+  // ANALYZE_EVERY, so the first batches of a large backlog are not planned blind.
+  let analyzeAt = 5_000;
   let vacuuming = false;
   const maintain = async (processed: number) => {
     sinceVacuum += processed;
+    sinceAnalyze += processed;
     if (sinceVacuum < (opts.vacuumEvery ?? VACUUM_EVERY) || vacuuming) return;
     vacuuming = true;
     sinceVacuum = 0;
     try {
       const t0 = performance.now();
       await vacuumBacklog(db);
+      if (sinceAnalyze >= analyzeAt) {
+        sinceAnalyze = 0;
+        analyzeAt = Math.min(ANALYZE_EVERY, analyzeAt * 2);
+        await analyzeTables(db, PIPELINE_TABLES);
+      }
       log.debug({ ms: Math.round(performance.now() - t0) }, 'event backlog vacuumed');
     } catch (err) {
       // Only an optimisation: the next interval tries again.
