@@ -72,8 +72,8 @@ export const VACUUM_EVERY = 5_000;
  */
 export const ANALYZE_EVERY = 50_000;
 
-/** The tables the pipeline's statements read by key. */
-const PIPELINE_TABLES = ['events', 'profiles', 'identity_nodes', 'orders', 'products'] as const;
+/** The tables the pipeline reads by key (the log itself is read by primary-key probes only). */
+const PIPELINE_TABLES = ['profiles', 'identity_nodes', 'orders', 'products'] as const;
 
 /** Longest pause between two attempts while the database is unavailable: recovery within this. */
 export const MAX_OUTAGE_BACKOFF_MS = 2000;
