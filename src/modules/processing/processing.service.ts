@@ -63,7 +63,8 @@ export async function processBatch(db: Db, ctx: ProcessorContext, limit: number)
           else if (s.kind === 'dropped') outcome.dropped++;
           else outcome.deadLettered++;
         }
-        outcome.applied = outcome.claimed - outcome.deferred - outcome.dropped - outcome.deadLettered;
+        // A claimed seq whose event was deleted meanwhile (`gone`) only leaves the backlog.
+        outcome.applied = events.length - outcome.deferred - outcome.dropped - outcome.deadLettered;
       } catch (err) {
         // The loop needs to know which events failed, to retry them one by one.
         if (typeof err === 'object' && err !== null) (err as { seqs?: number[] }).seqs = outcome.seqs;

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from '../../../test/harness';
+import { createLogger } from '../../platform/logger';
+import { createMutex } from '../../platform/mutex';
+import { countBacklog } from './processing.repo';
+import { processBatch } from './processing.service';
+import { insertTestEvents } from './processing.test-kit';
+import { startProcessingLoop } from './processing.worker';
+import { createSettingsCache } from './settings';
+
+/** The backlog (migrations/0006_event_backlog.sql): what the workers claim from. */
+let svc: TestService;
+beforeAll(async () => {
+  // ROLE=api: no worker of the service's own; each test drives processing itself.
+  svc = await startTestService({ ROLE: 'api' });
+});
+afterAll(async () => svc?.close());
+
+const db = () => svc.rt.deps.db;
+const ctx = () => ({
+  log: createLogger('silent'),
+  settings: createSettingsCache(),
+  orderGate: createMutex(),
+});
+const drain = async () => {
+  while ((await processBatch(db(), ctx(), 1000)).claimed > 0) {}
+};
+
+describe('the event backlog', () => {
+  it('holds every appended event until it is processed, then nothing', async () => {
+    await drain();
+    await insertTestEvents(db(), svc.ws.id, [
+      { anonymous_id: crypto.randomUUID(), event_type: 'page', event_name: 'a' },
+      { anonymous_id: crypto.randomUUID(), event_type: 'page', event_name: 'b' },
+    ]);
+    expect(await countBacklog(db())).toBe(2);
+    await drain();
+    expect(await countBacklog(db())).toBe(0);
+  });
+
+  it('drops the entries of events deleted before they were processed, and claims on', async () => {
+    await drain();
+    const [gone, kept] = await insertTestEvents(db(), svc.ws.id, [
+      { anonymous_id: crypto.randomUUID(), event_type: 'page', event_name: 'gone' },
+      { anonymous_id: crypto.randomUUID(), event_type: 'page', event_name: 'kept' },
+    ]);
+    await db().query('DELETE FROM events WHERE id = $1', [gone]);
+    const out = await processBatch(db(), ctx(), 1000);
+    expect(out).toMatchObject({ claimed: 2, applied: 1 });
+    expect(await countBacklog(db())).toBe(0);
+    const { rows } = await db().query<{ processed: boolean }>(
+      'SELECT processed_at IS NOT NULL AS processed FROM events WHERE id = $1',
+      [kept],
+    );
+    expect(rows[0]!.processed).toBe(true);
+  });
+
+  it('is vacuumed (and the tables analyzed) by the loop as it goes, without stopping it', async () => {
+    await drain();
+    const loop = await startProcessingLoop(db(), createLogger('silent'), { batchSize: 2, vacuumEvery: 1 });
+    try {
+      await insertTestEvents(
+        db(),
+        svc.ws.id,
+        Array.from({ length: 6 }, (_, i) => ({
+          anonymous_id: crypto.randomUUID(),
+          event_type: 'page' as const,
+          event_name: `v${i}`,
+        })),
+      );
+      loop.kick();
+      const deadline = Date.now() + 20_000;
+      while ((await countBacklog(db())) > 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(await countBacklog(db())).toBe(0);
+    } finally {
+      await loop.stop();
+    }
+  });
+});
