@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../../test/harness';
-import { appendEvents, type NewEvent, normalizeEvent } from './index';
+import { appendEvents, type EventRecord, type NewEvent, normalizeEvent } from './index';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -11,17 +11,11 @@ afterAll(async () => svc?.close());
 
 const db = () => svc.rt.deps.db;
 
-interface Stored {
-  id: string;
+/** A stored row: the log's record fields that normalisation decides, plus the append's own columns. */
+type Stored = Omit<EventRecord, 'seq' | 'received_at'> & {
   message_id: string | null;
-  event_type: string;
-  event_name: string;
-  anonymous_id: string | null;
-  identity: string | null;
-  payload: Record<string, unknown>;
-  occurred_at: Date;
   api_key_id: string | null;
-}
+};
 
 async function stored(workspaceId: string): Promise<Stored[]> {
   const { rows } = await db().query<Stored>(

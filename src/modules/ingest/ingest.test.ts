@@ -6,6 +6,7 @@ import { startTestService, type TestService } from '../../../test/harness';
 import { validationDetails } from '../../platform/http/errors-handler';
 import { newSortableId } from '../../platform/ids';
 import { updateWorkspaceSettings } from '../workspaces';
+import type { EventRecord } from './event-record';
 import type { NewEventRow } from './ingest.repo';
 import { checkBatchItems } from './ingest.routes';
 import { checkBatch } from './ingest.rules';
@@ -28,17 +29,10 @@ const track = (extra: Record<string, unknown> = {}): Record<string, unknown> => 
   ...extra,
 });
 
-interface StoredEvent {
-  id: string;
+/** A stored row: the log's one record shape plus the columns these tests check. */
+interface StoredEvent extends EventRecord {
   workspace_id: string;
   message_id: string | null;
-  event_type: string;
-  event_name: string;
-  anonymous_id: string | null;
-  identity: string | null;
-  payload: Record<string, unknown>;
-  occurred_at: Date;
-  received_at: Date;
   api_key_id: string;
   processed_at: Date | null;
 }
