@@ -12,6 +12,7 @@ import { registerIdentityRoutes } from './modules/identity/identity.routes';
 import { registerIngestRoutes } from './modules/ingest/ingest.routes';
 import { registerDeadLetterRoutes } from './modules/processing/dead-letters.routes';
 import { registerProfileRoutes } from './modules/profiles/profiles.routes';
+import { registerSegmentRoutes } from './modules/segments/segments.routes';
 import { registerSystemRoutes } from './modules/system/system.routes';
 import { registerWorkspaceRoutes } from './modules/workspaces/workspaces.routes';
 import { stacklessError } from './platform/errors';
@@ -141,6 +142,12 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
           operatorToken: { type: 'http', scheme: 'bearer' },
+          // Segment-style write keys; the third way, `writeKey` in the body, is a body field.
+          basicAuth: {
+            type: 'http',
+            scheme: 'basic',
+            description: 'Ingest routes only: the API key as the user name, an empty password.',
+          },
         },
       },
     },
@@ -156,6 +163,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerCommerceRoutes(app, deps);
   registerProfileRoutes(app, deps);
   registerIdentityRoutes(app, deps);
+  registerSegmentRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
 
   return app;

@@ -310,7 +310,9 @@ describe.each(titled(bodyRoutes))('%s with hostile bodies', (_name, route) => {
   it('never answers 5xx to JSON generated from its body schema (fast-check, fixed seed)', async () => {
     const schema = bodySchemaOf(route);
     const item = schema?.type === 'array' ? schema.items : schema;
-    const names = Object.keys(item?.properties ?? {});
+    // writeKey is a credential, not data: another key there is a conflict (401), which
+    // key-credentials.test.ts covers; here the admin key must reach the body's own checks.
+    const names = Object.keys(item?.properties ?? {}).filter((n) => n !== 'writeKey');
     const value = fc.oneof(
       fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' }),
       fc.string({ unit: 'binary', maxLength: 300 }),

@@ -46,7 +46,13 @@ describe('GET /openapi.json', () => {
     expect(op.summary ?? op.description, 'a summary').toBeTruthy();
 
     const expected =
-      route.auth === 'public' ? [] : route.auth === 'operator' ? [{ operatorToken: [] }] : [{ apiKey: [] }];
+      route.auth === 'public'
+        ? []
+        : route.auth === 'operator'
+          ? [{ operatorToken: [] }]
+          : route.auth === 'ingest'
+            ? [{ apiKey: [] }, { basicAuth: [] }]
+            : [{ apiKey: [] }];
     expect(op.security).toEqual(expected);
 
     const success = Object.keys(op.responses).filter((code) => /^2/.test(code));
@@ -91,13 +97,19 @@ describe('GET /openapi.json', () => {
       expect(codes).toContain(code);
   });
 
-  it('declares both ways to authenticate', () => {
+  it('declares the ways to authenticate: X-API-Key, Basic auth for ingest, the operator token', () => {
     expect(doc.components.securitySchemes.apiKey).toEqual({
       type: 'apiKey',
       in: 'header',
       name: 'X-API-Key',
     });
     expect(doc.components.securitySchemes.operatorToken).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.basicAuth).toMatchObject({ type: 'http', scheme: 'basic' });
+  });
+
+  it("documents writeKey, Segment's third way, as a field of each ingested event", () => {
+    const body = operationOf({ method: 'POST', url: '/api/ingest' }).requestBody;
+    expect(JSON.stringify(body)).toContain('writeKey');
   });
 });
 

@@ -16,7 +16,6 @@ import {
 import { ingestBatch, ingestEvent } from './ingest.service';
 
 const tags = ['ingestion'];
-const security = [{ apiKey: [] }];
 
 type Check = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null };
 
@@ -113,7 +112,6 @@ export function registerIngestRoutes(app: App, deps: AppDeps): void {
       validatorCompiler: withRules(app, (body, now) => checkEvent(body, '', now)),
       schema: {
         tags,
-        security,
         summary: 'Ingest one event. 202 once it is durably stored (it survives a crash of the service).',
         description:
           'Needs an `ingest` or `admin` key. Body ≤ 32 KiB. Counts one request against the standard ' +
@@ -163,7 +161,6 @@ export function registerIngestRoutes(app: App, deps: AppDeps): void {
       },
       schema: {
         tags,
-        security,
         summary: 'Ingest up to 1000 events at once; all are stored, or none.',
         description:
           'Needs an `ingest` or `admin` key. Body ≤ 4 MiB. A batch of N events consumes N from the batch ' +

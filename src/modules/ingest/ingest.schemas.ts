@@ -93,6 +93,15 @@ export const IngestEventSchema = Type.Object(
           'stored once, and the re-send answers with the original `event_id`.',
       }),
     ),
+    writeKey: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description:
+          "The API key, Segment's way (its browser library sends it here). Taken out of the event " +
+          'before validation; when present in several events of a batch it must be the same key, and ' +
+          'it must agree with an `X-API-Key` or Basic-auth key sent with it (else 401).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -43,6 +43,13 @@ function patternOf(url: string): RegExp {
 const KEY_AUTH = new Set<RouteAuth>(['read', 'write', 'admin', 'ingest']);
 const errorRef = (description: string) => ({ $ref: 'ErrorEnvelope#', description });
 
+/** The OpenAPI security alternatives of a route: ingest routes also take Basic auth (key-credentials.ts). */
+export function securityOf(auth: RouteAuth): Array<Record<string, string[]>> {
+  if (auth === 'public') return [];
+  if (auth === 'operator') return [{ operatorToken: [] }];
+  return auth === 'ingest' ? [{ apiKey: [] }, { basicAuth: [] }] : [{ apiKey: [] }];
+}
+
 /**
  * Documentation every route shares, so no route can forget it: `security` follows `config.auth`,
  * and each error status the route can produce points at the one ErrorEnvelope schema. A route's
@@ -55,7 +62,7 @@ function withSharedDocs(
 ): Record<string, unknown> {
   const s: Record<string, unknown> = { ...(schema ?? {}) };
   const keyRoute = KEY_AUTH.has(auth);
-  s.security ??= auth === 'public' ? [] : auth === 'operator' ? [{ operatorToken: [] }] : [{ apiKey: [] }];
+  s.security ??= securityOf(auth);
   const errors: Record<string, object> = {};
   if (s.body || s.querystring || s.params) errors[400] = errorRef('Invalid request (`VALIDATION_ERROR`, …).');
   if (keyRoute) {
