@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../../test/harness';
 import { createLogger } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
-import { countBacklog } from './processing.repo';
+import { countBacklog, findPendingBefore } from './processing.repo';
 import { processBatch } from './processing.service';
 import { insertTestEvents } from './processing.test-kit';
 import { startProcessingLoop } from './processing.worker';
 import { createSettingsCache } from './settings';
 
-/** The backlog (migrations/0006_event_backlog.sql): what the workers claim from. */
+/** The backlog (migrations/0006_event_backlog.sql, 0009): what the workers claim from. */
 let svc: TestService;
 beforeAll(async () => {
   // ROLE=api: no worker of the service's own; each test drives processing itself.
@@ -36,6 +36,20 @@ describe('the event backlog', () => {
     expect(await countBacklog(db())).toBe(2);
     await drain();
     expect(await countBacklog(db())).toBe(0);
+  });
+
+  it('carries the workspace and identifiers of each waiting event, which the order guard reads', async () => {
+    await drain();
+    const anon = crypto.randomUUID();
+    await insertTestEvents(db(), svc.ws.id, [
+      { anonymous_id: anon, identity: 'guard@example.com', event_type: 'identify', event_name: 'identify' },
+    ]);
+    const pending = await findPendingBefore(db(), Number.MAX_SAFE_INTEGER, [], 10);
+    expect(pending).toEqual([
+      { seq: expect.anything(), workspace_id: svc.ws.id, anonymous_id: anon, identity: 'guard@example.com' },
+    ]);
+    await drain();
+    expect(await findPendingBefore(db(), Number.MAX_SAFE_INTEGER, [], 10)).toEqual([]);
   });
 
   it('drops the entries of events deleted before they were processed, and claims on', async () => {

@@ -68,10 +68,10 @@ export async function findPendingBefore(
   mine: readonly number[],
   limit: number,
 ): Promise<PendingEvent[]> {
+  // The backlog row carries the identifiers (migrations/0009): no probe of the event log.
   const { rows } = await q.query<PendingEvent>(
-    `SELECT b.seq, e.workspace_id, e.anonymous_id, e.identity
-       FROM (SELECT seq FROM event_backlog WHERE seq < $1 AND seq <> ALL($2::bigint[]) ORDER BY seq LIMIT $3) b
-       CROSS JOIN LATERAL (SELECT workspace_id, anonymous_id, identity FROM events WHERE seq = b.seq) e`,
+    `SELECT seq, workspace_id, anonymous_id, identity FROM event_backlog
+      WHERE seq < $1 AND seq <> ALL($2::bigint[]) ORDER BY seq LIMIT $3`,
     [beforeSeq, mine, limit],
   );
   return rows;
@@ -85,7 +85,12 @@ export async function removeFromBacklog(q: Queryable, seqs: readonly number[]): 
 
 /** Puts an event back on the backlog (a re-queued dead letter). */
 export async function addToBacklog(q: Queryable, seq: number): Promise<void> {
-  await q.query('INSERT INTO event_backlog (seq) VALUES ($1) ON CONFLICT DO NOTHING', [seq]);
+  await q.query(
+    `INSERT INTO event_backlog (seq, workspace_id, anonymous_id, identity)
+     SELECT seq, workspace_id, anonymous_id, identity FROM events WHERE seq = $1
+     ON CONFLICT DO NOTHING`,
+    [seq],
+  );
 }
 
 /**
