@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { compileSegment } from './compile';
+import { parseSegmentQuery } from './parse';
+import type { SegmentQuery } from './types';
+
+const NOW = new Date('2026-01-31T00:00:00.000Z');
+
+function q(input: unknown): SegmentQuery {
+  const r = parseSegmentQuery(input);
+  if (!r.ok) throw new Error(JSON.stringify(r.errors));
+  return r.query;
+}
+
+const compile = (input: unknown, segments = new Map<string, SegmentQuery>(), firstParam = 2) =>
+  compileSegment(q(input), { now: NOW, segments, firstParam });
+
+describe('compileSegment', () => {
+  it('compiles a profile field test to a NULL-safe comparison with the value as a parameter', () => {
+    expect(compile({ field: 'total_spend', op: 'gte', value: 100 })).toEqual({
+      sql: 'COALESCE(p.total_spend >= $2::numeric, false)',
+      params: ['100'],
+    });
+  });
+
+  it('compares text in code point order and times as instants normalized to UTC', () => {
+    expect(
+      compile({
+        and: [
+          { field: 'last_name', op: 'between', value: ['A', 'M'] },
+          { field: 'created_at', op: 'lt', value: '2025-06-01T12:00:00+02:00' },
+        ],
+      }),
+    ).toEqual({
+      sql:
+        '(COALESCE(p.last_name COLLATE "C" BETWEEN $2::text AND $3::text, false) AND ' +
+        'COALESCE(p.created_at < $4::timestamptz, false))',
+      params: ['A', 'M', '2025-06-01T10:00:00.000Z'],
+    });
+  });
+
+  it('passes an attribute path as a text[] parameter and compares JSON values by type', () => {
+    expect(compile({ attribute: 'plan.tier', op: 'eq', value: 'pro' }, undefined, 5)).toEqual({
+      sql: 'COALESCE((p.attributes #> $5::text[]) = $6::jsonb, false)',
+      params: [['plan', 'tier'], '"pro"'],
+    });
+    expect(compile({ attribute: 'age', op: 'gt', value: 30 }).sql).toBe(
+      "CASE WHEN jsonb_typeof((p.attributes #> $2::text[])) = 'number' " +
+        'THEN (p.attributes #> $2::text[])::numeric > $3::numeric ELSE false END',
+    );
+  });
+
+  it('makes contains match an array element or a substring, never by LIKE', () => {
+    const a = '(p.attributes #> $2::text[])';
+    expect(compile({ attribute: 'tags', op: 'contains', value: 'vip' })).toEqual({
+      sql:
+        `CASE jsonb_typeof(${a}) WHEN 'array' THEN ${a} @> $3::jsonb ` +
+        `WHEN 'string' THEN strpos((${a} #>> '{}'), $4::text) > 0 ELSE false END`,
+      params: [['tags'], '["vip"]', 'vip'],
+    });
+  });
+
+  it('treats neq and not_in as "present and different"', () => {
+    const a = '(p.attributes #> $2::text[])';
+    expect(compile({ attribute: 'plan', op: 'neq', value: 'free' }).sql).toBe(
+      `(COALESCE(jsonb_typeof(${a}), 'null') <> 'null' AND ${a} <> $3::jsonb)`,
+    );
+  });
+
+  it('compiles an event condition to a correlated count with a window measured from now', () => {
+    expect(
+      compile({
+        event: {
+          type: 'track',
+          name: 'Product Viewed',
+          within_days: 30,
+          where: [{ property: 'price', op: 'gt', value: 10 }],
+        },
+        count: { op: 'gte', value: 3 },
+      }),
+    ).toEqual({
+      sql:
+        '((SELECT count(*) FROM events e WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id ' +
+        'AND e.event_type = $2::text AND e.event_name = $3::text AND e.occurred_at >= $4::timestamptz ' +
+        "AND CASE WHEN jsonb_typeof((e.payload #> $5::text[])) = 'number' " +
+        'THEN (e.payload #> $5::text[])::numeric > $6::numeric ELSE false END) >= $7::int8)',
+      params: ['track', 'Product Viewed', '2026-01-01T00:00:00.000Z', ['price'], '10', '3'],
+    });
+  });
+
+  it('writes a count test as one grouped pass over the window with the set strategy', () => {
+    const grouped = (having: string) =>
+      'EXISTS (SELECT 1 FROM (SELECT e.workspace_id, e.profile_id FROM events e WHERE e.event_name = $2::text ' +
+      `GROUP BY 1, 2 HAVING ${having}) g WHERE g.workspace_id = p.workspace_id AND g.profile_id = p.id)`;
+    const set = (count: unknown) =>
+      compileSegment(q({ event: { name: 'Viewed' }, count }), {
+        now: NOW,
+        segments: new Map(),
+        firstParam: 2,
+        strategy: 'set',
+      }).sql;
+    expect(set({ op: 'gte', value: 3 })).toBe(grouped('count(*) >= $3::int8'));
+    // An empty history passes "fewer than 3": the grouped pass lists those who fail, negated.
+    expect(set({ op: 'lt', value: 3 })).toBe(`(NOT ${grouped('NOT (count(*) < $3::int8)')})`);
+  });
+
+  it('uses EXISTS for "occurred" and NOT EXISTS for "did not occur"', () => {
+    const body = 'FROM events e WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id';
+    expect(compile({ event: { type: 'page' } }).sql).toBe(
+      `EXISTS (SELECT 1 ${body} AND e.event_type = $2::text)`,
+    );
+    expect(compile({ event: {}, count: { op: 'eq', value: 0 } }).sql).toBe(`(NOT EXISTS (SELECT 1 ${body}))`);
+  });
+
+  it('sums completed order totals by default and matches products by item containment', () => {
+    expect(
+      compile({
+        order: { product_id: 'sku-1', from: '2025-01-01', to: '2026-01-01' },
+        sum: { op: 'between', value: [10, 99.5] },
+      }),
+    ).toEqual({
+      sql:
+        '((SELECT COALESCE(sum(o.total), 0) FROM orders o WHERE o.workspace_id = p.workspace_id ' +
+        'AND o.profile_id = p.id AND o.status = ANY($2::text[]) AND o.occurred_at >= $3::timestamptz ' +
+        'AND o.occurred_at < $4::timestamptz AND o.items @> $5::jsonb) BETWEEN $6::numeric AND $7::numeric)',
+      params: [
+        ['completed'],
+        '2025-01-01T00:00:00.000Z',
+        '2026-01-01T00:00:00.000Z',
+        '[{"product_id":"sku-1"}]',
+        '10',
+        '99.5',
+      ],
+    });
+  });
+
+  it('inlines a referenced segment, so its SQL is exact rather than a stored membership', () => {
+    const segments = new Map([['seg_vip', q({ field: 'rfm_segment', op: 'eq', value: 'champions' })]]);
+    expect(compile({ not: { segment: 'seg_vip' } }, segments)).toEqual({
+      sql: '(NOT COALESCE(p.rfm_segment = $2::text, false))',
+      params: ['champions'],
+    });
+  });
+
+  it('never splices a value into the SQL text', () => {
+    const evil = "x'); DROP TABLE profiles; --";
+    const { sql, params } = compile({
+      or: [
+        { field: 'email', op: 'contains', value: evil },
+        { attribute: 'a', op: 'in', value: [evil] },
+        { event: { name: evil, where: [{ property: 'k', op: 'starts_with', value: evil }] } },
+        { order: { category: evil } },
+      ],
+    });
+    expect(sql).not.toContain('DROP');
+    expect(JSON.stringify(params)).toContain('DROP');
+  });
+
+  it('throws a clear error for an unknown or cyclic reference', () => {
+    expect(() => compile({ segment: 'seg_missing' })).toThrow(/unknown segment seg_missing/);
+    const loop = new Map([
+      ['seg_a', q({ segment: 'seg_b' })],
+      ['seg_b', q({ segment: 'seg_a' })],
+    ]);
+    expect(() => compile({ segment: 'seg_a' }, loop)).toThrow(/cycle: seg_a → seg_b → seg_a/);
+  });
+});

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../../../platform/db';
+import { type CompileContext, compileSegment } from './compile';
+import type { EvalProfile } from './evaluate';
+import type { SegmentQuery } from './types';
+
+/**
+ * Loading profiles (with their events and orders) straight into the tables the compiler reads, and
+ * running a compiled query the way the segments service does. A test of the compiler may write
+ * these tables directly: it checks the SQL, not the ingest path.
+ */
+export const NOW = new Date('2026-01-01T00:00:00.000Z');
+export const DAY = 86_400_000;
+
+export async function createWorkspaceRow(db: Queryable): Promise<string> {
+  const id = randomUUID();
+  await db.query('INSERT INTO workspaces (id, name) VALUES ($1, $2)', [id, `segments ${id}`]);
+  return id;
+}
+
+export async function clearWorkspace(db: Queryable, ws: string): Promise<void> {
+  await db.query('DELETE FROM events WHERE workspace_id = $1', [ws]);
+  await db.query('DELETE FROM orders WHERE workspace_id = $1', [ws]);
+  await db.query('DELETE FROM profiles WHERE workspace_id = $1', [ws]);
+}
+
+/**
+ * Inserts the profiles into `ws`. Their events and orders are also copied into `decoyWs` under the
+ * same profile ids, so a sub-query that forgot to correlate on the workspace would count them twice.
+ */
+export async function loadProfiles(
+  db: Queryable,
+  ws: string,
+  profiles: readonly EvalProfile[],
+  decoyWs?: string,
+): Promise<void> {
+  const rows = profiles.map((p) => ({
+    id: p.id,
+    workspace_id: ws,
+    email: p.email,
+    first_name: p.first_name,
+    last_name: p.last_name,
+    attributes: p.attributes,
+    total_spend: p.total_spend,
+    rfm_segment: p.rfm_segment,
+    churn_risk_score: p.churn_risk_score,
+    predicted_clv: p.predicted_clv,
+    created_at: p.created_at.toISOString(),
+    updated_at: p.updated_at.toISOString(),
+  }));
+  await db.query(
+    `INSERT INTO profiles (id, workspace_id, email, first_name, last_name, attributes, total_spend,
+                           rfm_segment, churn_risk_score, predicted_clv, created_at, updated_at)
+     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, workspace_id uuid, email text,
+       first_name text, last_name text, attributes jsonb, total_spend numeric, rfm_segment text,
+       churn_risk_score float8, predicted_clv numeric, created_at timestamptz, updated_at timestamptz)`,
+    [JSON.stringify(rows)],
+  );
+  const spaces = decoyWs ? [ws, decoyWs] : [ws];
+  const events = spaces.flatMap((w) =>
+    profiles.flatMap((p) =>
+      p.events.map((e) => ({
+        id: `evt_${randomUUID()}`,
+        workspace_id: w,
+        event_type: e.type,
+        event_name: e.name,
+        payload: e.payload,
+        occurred_at: e.occurred_at.toISOString(),
+        profile_id: p.id,
+      })),
+    ),
+  );
+  await db.query(
+    `INSERT INTO events (id, workspace_id, event_type, event_name, payload, occurred_at, profile_id)
+     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, workspace_id uuid, event_type text,
+       event_name text, payload jsonb, occurred_at timestamptz, profile_id uuid)`,
+    [JSON.stringify(events)],
+  );
+  const orders = spaces.flatMap((w) =>
+    profiles.flatMap((p) =>
+      p.orders.map((o) => ({
+        workspace_id: w,
+        order_id: `ord_${randomUUID()}`,
+        profile_id: p.id,
+        status: o.status,
+        total: o.total,
+        currency: o.currency,
+        items: o.items,
+        occurred_at: o.occurred_at.toISOString(),
+      })),
+    ),
+  );
+  await db.query(
+    `INSERT INTO orders (workspace_id, order_id, profile_id, status, total, currency, items, occurred_at,
+                         event_id, status_at)
+     SELECT workspace_id, order_id, profile_id, status, total, currency, items, occurred_at, 'evt_test',
+            occurred_at
+       FROM jsonb_to_recordset($1::jsonb) AS x(workspace_id uuid, order_id text, profile_id uuid,
+         status text, total numeric, currency text, items jsonb, occurred_at timestamptz)`,
+    [JSON.stringify(orders)],
+  );
+}
+
+/** The ids the compiled query selects in `ws`, sorted, wrapped exactly as the contract says. */
+export async function selectMatching(
+  db: Queryable,
+  ws: string,
+  query: SegmentQuery,
+  ctx: Omit<CompileContext, 'firstParam'>,
+): Promise<string[]> {
+  const { sql, params } = compileSegment(query, { ...ctx, firstParam: 2 });
+  const r = await db.query<{ id: string }>(
+    `SELECT p.id FROM profiles p WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND (${sql})`,
+    [ws, ...params],
+  );
+  return r.rows.map((x) => x.id).sort();
+}
+
+/** A profile with nothing in it, to spread test-specific fields over. */
+export function blankProfile(over: Partial<EvalProfile> = {}): EvalProfile {
+  return {
+    id: randomUUID(),
+    email: null,
+    first_name: null,
+    last_name: null,
+    rfm_segment: null,
+    total_spend: 0,
+    predicted_clv: null,
+    churn_risk_score: null,
+    created_at: new Date(NOW.getTime() - 10 * DAY),
+    updated_at: new Date(NOW.getTime() - DAY),
+    attributes: {},
+    events: [],
+    orders: [],
+    ...over,
+  };
+}
