@@ -101,6 +101,11 @@ describe.skipIf(!url)('the PostgreSQL adapter when a connection dies or hangs (n
     expect(all).toHaveLength(8);
   });
 
+  it('turns JIT compilation off on its connections (it cost more than it saved: decisions.md)', async () => {
+    const { rows } = await db.query<{ jit: string }>('SHOW jit');
+    expect(rows[0]!.jit).toBe('off');
+  });
+
   it('runs scripts (migrations) without the statement time bound', async () => {
     await db.exec('SELECT pg_sleep(0.8)');
   });

@@ -39,7 +39,9 @@ const ignoreError = () => {};
 
 export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   const schema = opts.schema ?? null;
-  const connOptions = schema ? `-c search_path=${schema}` : undefined;
+  // JIT off: it compiled for 80 ms to 1.2 s before segment queries of 0.5–8 s over 1M profiles
+  // (EXPLAIN ANALYZE, docs/decisions.md "Segments") and never pays back on the service's statements.
+  const connOptions = ['-c jit=off', schema ? `-c search_path=${schema}` : ''].join(' ').trim();
   const connectTimeoutMs = opts.connectTimeoutMs ?? POSTGRES_CONNECT_TIMEOUT_MS;
   const queryTimeoutMs = opts.queryTimeoutMs ?? POSTGRES_QUERY_TIMEOUT_MS;
   const clientConfig = {
