@@ -20,121 +20,28 @@
  * The result carries every field-level change `{path, old, new}` for the lineage trail; a merge that
  * changes nothing yields no change.
  */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-export type JsonObject = { [key: string]: Json };
-/** JSON pointer → epoch milliseconds of the write that last set the value there. */
-export type FieldTimes = Record<string, number>;
 
-export const PROFILE_FIELDS = ['email', 'first_name', 'last_name'] as const;
-export type ProfileField = (typeof PROFILE_FIELDS)[number];
+import {
+  cloneJson,
+  deepEqual,
+  escapeKey,
+  isObject,
+  type Json,
+  type JsonObject,
+  jsonBytes,
+} from './json-values';
 
-export interface TraitState {
-  email: string | null;
-  first_name: string | null;
-  last_name: string | null;
-  attributes: JsonObject;
-  field_times: FieldTimes;
-}
+// The merger's vocabulary lives in small files beside it; importers keep one entry point.
+export * from './json-values';
+export * from './trait-limits';
+export * from './trait-payload';
+export * from './trait-types';
 
-export interface TraitUpdate {
-  email?: string | null;
-  first_name?: string | null;
-  last_name?: string | null;
-  attributes?: JsonObject;
-}
-
-export interface FieldChange {
-  path: string;
-  old: Json;
-  new: Json;
-}
-
-export interface MergeResult {
-  /** The very same object as the input when neither a value nor a recorded time changed. */
-  state: TraitState;
-  changes: FieldChange[];
-  /**
-   * Bytes the attributes grew as JSON (negative when they shrank): `jsonBytes` after − before, plus
-   * one byte for each object that was empty before the write and gained keys (an upper bound that
-   * costs nothing to keep; measure the attributes when the exact size matters).
-   */
-  growth: number;
-}
-
-/**
- * Limits that keep every trait write, and so every merge, small (docs/profiles.md, "Limits"): a write
- * costs time in proportion to its keys, and each changed key is a lineage row.
- */
-export const TRAIT_LIMITS = {
-  /** Keys of one write (an identify payload, a profile update), nested keys included. */
-  keysPerWrite: 1000,
-  /** Levels of nested objects and arrays in one write (checked by the profile API and the ingest rules). */
-  depth: 10,
-  /** A profile's attributes as JSON, in UTF-8 bytes. */
-  profileAttributesBytes: 256 * 1024,
-} as const;
-
-export const TOO_MANY_TRAIT_KEYS = `must hold at most ${TRAIT_LIMITS.keysPerWrite} trait keys, nested keys included (limit: trait keys per write)`;
-
-/**
- * Counts the object keys of a value at every depth (inside arrays too); stops counting once past
- * `max`, so a huge value costs no more than the limit it breaks.
- */
-export function countTraitKeys(value: unknown, max = Number.POSITIVE_INFINITY): number {
-  let count = 0;
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (typeof v !== 'object' || v === null) continue;
-    if (Array.isArray(v)) {
-      for (const x of v) if (typeof x === 'object' && x !== null) stack.push(x);
-      continue;
-    }
-    const keys = Object.keys(v);
-    count += keys.length;
-    if (count > max) return count;
-    for (const k of keys) {
-      const x = (v as Record<string, unknown>)[k];
-      if (typeof x === 'object' && x !== null) stack.push(x);
-    }
-  }
-  return count;
-}
+import type { FieldChange, FieldTimes, MergeResult, TraitState, TraitUpdate } from './trait-types';
+import { PROFILE_FIELDS } from './trait-types';
 
 /** When the incoming value at a path was written: one time for an event, per path for a profile merge. */
 export type WriteTime = number | ((path: string) => number);
-
-const escapeKey = (k: string): string =>
-  k.includes('~') || k.includes('/') ? k.replace(/~/g, '~0').replace(/\//g, '~1') : k;
-export const pointer = (...keys: string[]): string => keys.map((k) => `/${escapeKey(k)}`).join('');
-
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-export function deepEqual(a: Json | undefined, b: Json | undefined): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  if (ka.length !== Object.keys(b).length) return false;
-  for (const k of ka) if (!Object.hasOwn(b, k) || !deepEqual(a[k], b[k])) return false;
-  return true;
-}
-
-/** A copy with `__proto__` keys dropped: they cannot be stored safely as plain properties. */
-function cloneJson(v: Json): Json {
-  if (Array.isArray(v)) return v.map(cloneJson);
-  if (isObject(v)) {
-    const out: JsonObject = {};
-    for (const [k, x] of Object.entries(v)) if (k !== '__proto__' && x !== undefined) out[k] = cloneJson(x);
-    return out;
-  }
-  return v;
-}
 
 /**
  * One merge in progress: the field times it updates and the changes it records.
@@ -157,14 +64,6 @@ interface Ctx {
   undo: Array<() => void> | null;
   /** How many bytes `attributes` grew as JSON (negative when it shrank), see MergeResult.growth. */
   growth: number;
-}
-
-/** UTF-8 bytes of a value as JSON: what a profile's attributes size limit counts. */
-export function jsonBytes(v: Json): number {
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v).length : 4;
-  if (typeof v === 'boolean') return v ? 4 : 5;
-  if (v === null) return 4;
-  return Buffer.byteLength(JSON.stringify(v));
 }
 
 const storedTime = (m: Ctx, path: string, inherited: number): number => m.times[path] ?? inherited;
@@ -399,47 +298,3 @@ export const emptyTraits = (): TraitState => ({
   attributes: {},
   field_times: {},
 });
-
-/**
- * Splits an identify payload into profile fields and attributes (contract §4): `email`,
- * `first_name`, `last_name` set the fields (a number or boolean is kept as its text; an object or
- * array cannot be a name, so it stays an attribute); every other key is an attribute.
- */
-export function traitsFromPayload(payload: Readonly<Record<string, unknown>>): TraitUpdate {
-  const update: TraitUpdate = {};
-  const attributes: JsonObject = {};
-  for (const [key, value] of Object.entries(payload)) {
-    if (value === undefined || key === '__proto__') continue;
-    if ((PROFILE_FIELDS as readonly string[]).includes(key)) {
-      const field = key as ProfileField;
-      if (value === null || typeof value === 'string') {
-        update[field] = typeof value === 'string' && field === 'email' ? value.trim().toLowerCase() : value;
-        continue;
-      }
-      if (typeof value === 'number' || typeof value === 'boolean') {
-        update[field] = String(value);
-        continue;
-      }
-    }
-    attributes[key] = value as Json;
-  }
-  if (Object.keys(attributes).length > 0) update.attributes = attributes;
-  return update;
-}
-
-/**
- * The write time of each path of a profile being merged away: its own field times, inherited by
- * ancestor, falling back to when the profile was last updated.
- */
-export function timesOfProfile(fieldTimes: FieldTimes, fallback: number): (path: string) => number {
-  return (path) => {
-    let p = path;
-    for (;;) {
-      const t = fieldTimes[p];
-      if (t !== undefined) return t;
-      const cut = p.lastIndexOf('/');
-      if (cut <= 0) return fallback;
-      p = p.slice(0, cut);
-    }
-  };
-}
