@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkEvent } from '../ingest/ingest.rules';
 import { IngestEventSchema, LIMITS } from '../ingest/ingest.schemas';
-import { CATALOGUE, type DemoEvent, generateCustomer, generateDemoEvents } from './demo.generator';
+import { CATALOGUE } from './demo.catalogue';
+import { type DemoEvent, generateCustomer, generateDemoEvents } from './demo.generator';
 import { createRng } from './prng';
 
 const now = new Date('2025-06-01T12:00:00Z');
