@@ -426,6 +426,8 @@ export interface LoadOptions {
   duration: number;
   /** Seconds of unmeasured load first (JIT warm-up, caches); default 2, capped at 10 too. */
   warmup?: number;
+  /** A steady rate (requests/s over all connections) instead of as fast as possible. */
+  overallRate?: number;
 }
 
 export interface LoadResult {
@@ -462,6 +464,7 @@ async function runAutocannon(opts: LoadOptions, seconds: number): Promise<Autoca
     connections: opts.connections,
     duration: seconds,
     timeout: 10,
+    ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
   };
   if (opts.bodies && opts.bodies.length > 0) {
     const bodies = opts.bodies;

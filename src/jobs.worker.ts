@@ -1,3 +1,4 @@
+import { registerSegmentJobs } from './modules/segments';
 import { createJobRunner, pruneJobsTask, registerMaintenance } from './platform/jobs';
 import type { WorkerModule } from './worker';
 
@@ -6,14 +7,16 @@ const JOBS_DRAIN_MS = 10_000;
 
 /**
  * The shared job runner (platform/jobs) of a worker process: the queues of webhook deliveries,
- * segment refreshes and model fits register here as those capabilities land; today it runs the
- * maintenance schedule (pruning finished jobs and vacuuming their table).
+ * segment refreshes and model fits register here as those capabilities land: today the segment
+ * membership refreshes (modules/segments) and the maintenance schedule (pruning finished jobs and
+ * vacuuming their table).
  */
 export const jobsWorker: WorkerModule = {
   name: 'jobs',
   async start(deps) {
     const runner = createJobRunner({ db: deps.db, log: deps.log });
     await registerMaintenance(runner, pruneJobsTask());
+    await registerSegmentJobs(runner, { log: deps.log });
     runner.start();
     return async () => {
       const { finished, released } = await runner.stop({ drainMs: JOBS_DRAIN_MS });

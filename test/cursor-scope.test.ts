@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertTestEvents, waitProcessed } from '../src/modules/processing/processing.test-kit';
+import { waitSegmentsSettled } from '../src/modules/segments/segments.test-kit';
 import type { RouteInfo } from '../src/platform/http/route-registry';
 import { expectError } from './expect-error';
 import { type Reply, startTestService, type TestWorkspace } from './harness';
@@ -121,7 +122,39 @@ const LISTINGS: Record<string, Seeder> = {
     }
     return { url: '/tenant/products', filters: { category: 'shoes' } };
   },
+  'GET /tenant/segments': async (ws) => {
+    const { profile } = await seedSegments(ws);
+    return { url: '/tenant/segments', filters: { profile_id: profile } };
+  },
+  'GET /tenant/segments/:id/members': async (ws) => {
+    const { a, b } = await seedSegments(ws);
+    return { url: `/tenant/segments/${a}/members`, sibling: `/tenant/segments/${b}/members` };
+  },
+  'GET /tenant/segments/:id/changes': async (ws) => {
+    const { a, b } = await seedSegments(ws);
+    return { url: `/tenant/segments/${a}/changes`, sibling: `/tenant/segments/${b}/changes` };
+  },
 };
+
+/** Three segments with the same three members (and so three entries each), once membership settled. */
+async function seedSegments(ws: TestWorkspace): Promise<{ a: string; b: string; profile: string }> {
+  const tag = `seg-${randomUUID()}`;
+  const ids: string[] = [];
+  for (const name of ['s1', 's2', 's3']) {
+    const body = { name, query: { event: { name: tag } } };
+    ids.push(dataOf(await svc.call('POST', '/tenant/segments', { ...as(ws), body })).id);
+  }
+  await send(
+    ws,
+    [1, 2, 3].map((i) => ({
+      identity: `${tag}-${i}@example.com`,
+      event_type: 'track' as const,
+      event_name: tag,
+    })),
+  );
+  await waitSegmentsSettled(svc.rt.deps.db);
+  return { a: ids[0]!, b: ids[1]!, profile: await profileOf(ws, `${tag}-1@example.com`) };
+}
 
 const withQuery = (url: string, query: string) => `${url}${url.includes('?') ? '&' : '?'}${query}`;
 

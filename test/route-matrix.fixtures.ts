@@ -105,6 +105,27 @@ export const FIXTURES: Record<string, Fixture> = {
       },
     ]),
   ),
+  ...Object.fromEntries(
+    [
+      ['GET', ''],
+      ['PATCH', ''],
+      ['DELETE', ''],
+      ['GET', '/members'],
+      ['GET', '/changes'],
+    ].map(([method, suffix]) => [
+      `${method} /tenant/segments/:id${suffix}`,
+      async ({ svc, other }: FixtureContext): Promise<FixtureRequest> => {
+        const res = await svc.call('POST', '/tenant/segments', {
+          key: other.adminKey,
+          body: { name: 'matrix', query: { field: 'total_spend', op: 'gte', value: 1 } },
+        });
+        return {
+          url: `/tenant/segments/${created(res).id}${suffix}`,
+          ...(method === 'PATCH' ? { body: { name: 'renamed' } } : {}),
+        };
+      },
+    ]),
+  ),
   'POST /tenant/dead-letters/:id/retry': async ({ svc, other }) => {
     // An event with no usable identifier is dead-lettered by the worker; retrying it is allowed.
     const db = svc.rt.deps.db;

@@ -1,7 +1,13 @@
 import type { Queryable } from '../../platform/db';
 import { newSortableId } from '../../platform/ids';
 
-export type OutboxType = 'profile.created' | 'profile.merged' | 'order.completed' | 'churn.risk_escalated';
+export type OutboxType =
+  | 'profile.created'
+  | 'profile.merged'
+  | 'order.completed'
+  | 'churn.risk_escalated'
+  | 'segment.entered'
+  | 'segment.exited';
 
 export interface OutboxRow {
   seq: number;

@@ -20,6 +20,7 @@ import {
   lockProfiles,
   type ProfileBatch,
 } from '../profiles';
+import { markSegmentWork } from '../segments';
 import type { ClaimedEvent } from './processing.repo';
 import { guardOrder, markProcessed } from './processing.steps';
 import type { SettingsCache } from './settings';
@@ -39,6 +40,7 @@ import type { SettingsCache } from './settings';
  *   write profiles      profiles · identity   the two units of work, written in the lock order
  *   apply orders        commerce     orders, products, spend; unusable payload: dead letter
  *   collect effects     outbox       profile.created / profile.merged facts (orders write theirs)
+ *   mark segment work   segments     touched and merged profiles on the dirty list, a refresh queued
  *   mark processed      processing   backlog rows gone, events marked, dead letters, drops
  *
  * New capabilities attach as a step here or as consumers of the outbox facts.
@@ -103,6 +105,10 @@ export const PIPELINE: readonly Step[] = [
   { name: 'write profiles', run: writeProfiles },
   { name: 'apply orders', run: applyOrdersStep },
   { name: 'collect effects', run: collectEffects },
+  {
+    name: 'mark segment work',
+    run: (w) => markSegmentWork(w.tx, { items: w.items, moves: w.profiles.moves() }),
+  },
 ];
 
 /** What the batch came to; `retry` rolls the transaction back (another writer won a race). */

@@ -4,6 +4,7 @@ import { newSortableId } from '../../platform/ids';
 import { unlinkOrdersOfProfiles } from '../commerce';
 import { eraseIdentityOfProfiles, suppressIdentifiersOfProfile } from '../identity';
 import { eraseEventsOfProfiles } from '../ingest';
+import { eraseProfilesFromSegments } from '../segments';
 import * as erasureRepo from './erasure.repo';
 import { deleteLineage } from './lineage.repo';
 import { StaleReadError } from './profile-batch';
@@ -32,7 +33,8 @@ export interface ErasureView {
  *
  * Each owner erases its own rows, all in one transaction, after the profiles are locked (the one
  * lock order of every writer): commerce unlinks the orders, ingest deletes the events, profiles the
- * lineage, identity the nodes (edges go with them), then profiles the rows themselves.
+ * lineage, identity the nodes (edges go with them), segments the memberships and their change log,
+ * then profiles the rows themselves.
  */
 export async function eraseProfile(
   db: Db,
@@ -55,6 +57,7 @@ export async function eraseProfile(
       const events = await eraseEventsOfProfiles(tx, workspaceId, all);
       const lineage = await deleteLineage(tx, workspaceId, all);
       const nodes = await eraseIdentityOfProfiles(tx, workspaceId, all);
+      await eraseProfilesFromSegments(tx, workspaceId, all);
       const profiles = await repo.deleteProfiles(tx, workspaceId, all);
       const erasure: ErasureView = {
         id: newSortableId('era'),

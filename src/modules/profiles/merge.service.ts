@@ -8,6 +8,7 @@ import {
   MERGE_CAP,
   readGraphOfProfile,
 } from '../identity';
+import { markProfilesForRefresh } from '../segments';
 import { createProfileBatch, StaleReadError } from './profile-batch';
 import * as reads from './profile-reads.repo';
 import { type ProfileView, presentProfile, readFollowingMerges, resolveProfileId } from './profiles.read';
@@ -87,6 +88,8 @@ export async function mergeProfiles(
       }
       batch.mergedFact(workspaceId, primary, secondaries, source);
       await flushUnit(tx, batch, graph);
+      // Segment membership follows: the merged-away profiles leave, the primary is decided again.
+      await markProfilesForRefresh(tx, workspaceId, [primary, ...secondaries]);
       // Read inside the transaction: the answer is this merge's result, even if another merge takes
       // the primary away right after the commit.
       return { primary, merged: secondaries, row: await readLive(tx, workspaceId, primary) };

@@ -1,0 +1,112 @@
+import type { Db, Queryable } from '../../platform/db';
+import { compileSegment, type SegmentQuery } from './query';
+
+/**
+ * Runs compiled segment queries over profiles. The compiler (./query) answers a boolean expression
+ * over the profile alias `p` (it reads profiles, events and orders: segments only ever read those
+ * tables); this shell adds the workspace, the liveness test and the set of profiles to look at:
+ * either a list of ids (a refresh of dirty profiles) or a slice of profiles by `seq`.
+ *
+ * Slices exist because PGlite has one connection: one statement over a whole workspace would hold
+ * every ingest and every request until it ends. A slice is a few thousand profiles, so other
+ * statements get their turn between slices. PostgreSQL takes bigger slices (fewer round trips; its
+ * other connections are not blocked anyway).
+ */
+export const SLICE_SIZE: Record<Db['engine'], number> = { pglite: 2_000, postgres: 20_000 };
+
+export interface EvalContext {
+  now: Date;
+  segments: ReadonlyMap<string, SegmentQuery>;
+}
+
+export type Scope = { ids: readonly string[] } | { after: number; upTo: number | null };
+
+export interface Match {
+  id: string;
+  seq: number;
+}
+
+/** The live profiles of the scope that the query selects, in `seq` order. */
+export async function selectMatching(
+  q: Queryable,
+  workspaceId: string,
+  query: SegmentQuery,
+  ctx: EvalContext,
+  scope: Scope,
+): Promise<Match[]> {
+  const byIds = 'ids' in scope;
+  if (byIds && scope.ids.length === 0) return [];
+  const scoped = byIds
+    ? 'p.id = ANY($2::uuid[])'
+    : 'p.seq > $2::bigint AND ($3::bigint IS NULL OR p.seq <= $3::bigint)';
+  const head = byIds ? [workspaceId, scope.ids] : [workspaceId, scope.after, scope.upTo];
+  const compiled = compileSegment(query, { ...ctx, firstParam: head.length + 1 });
+  const { rows } = await q.query<Match>(
+    `SELECT p.id, p.seq FROM profiles p
+      WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND ${scoped} AND (${compiled.sql})
+      ORDER BY p.seq`,
+    [...head, ...compiled.params],
+  );
+  return rows;
+}
+
+/** Segments evaluated by one statement (one column each). */
+export const SEGMENTS_PER_STATEMENT = 25;
+
+/**
+ * For each of the given segments, the live profiles of the scope it selects: one statement per
+ * SEGMENTS_PER_STATEMENT segments, each segment's expression a boolean column, so a refresh of a
+ * workspace with many segments reads each profile once per statement, not once per segment.
+ */
+export async function selectMatchingMany(
+  q: Queryable,
+  workspaceId: string,
+  segments: ReadonlyArray<{ id: string; query: SegmentQuery }>,
+  ctx: EvalContext,
+  scope: Scope,
+): Promise<Map<string, Set<string>>> {
+  const out = new Map(segments.map((s) => [s.id, new Set<string>()]));
+  const byIds = 'ids' in scope;
+  if (byIds && scope.ids.length === 0) return out;
+  const scoped = byIds
+    ? 'p.id = ANY($2::uuid[])'
+    : 'p.seq > $2::bigint AND ($3::bigint IS NULL OR p.seq <= $3::bigint)';
+  for (let i = 0; i < segments.length; i += SEGMENTS_PER_STATEMENT) {
+    const group = segments.slice(i, i + SEGMENTS_PER_STATEMENT);
+    const params: unknown[] = byIds ? [workspaceId, scope.ids] : [workspaceId, scope.after, scope.upTo];
+    const columns = group.map((s, n) => {
+      const c = compileSegment(s.query, { ...ctx, firstParam: params.length + 1 });
+      params.push(...c.params);
+      return `COALESCE((${c.sql}), false) AS s${n}`;
+    });
+    const { rows } = await q.query<Record<string, unknown>>(
+      `SELECT p.id, ${columns.join(', ')} FROM profiles p
+        WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND ${scoped}`,
+      params,
+    );
+    for (const row of rows) {
+      group.forEach((s, n) => {
+        if (row[`s${n}`] === true) out.get(s.id)!.add(row.id as string);
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * The upper `seq` bound of the slice that starts after `after`: the seq of the `size`-th live
+ * profile, or null when fewer remain (the slice then runs to the end).
+ */
+export async function sliceEnd(
+  q: Queryable,
+  workspaceId: string,
+  after: number,
+  size: number,
+): Promise<number | null> {
+  const { rows } = await q.query<{ seq: number }>(
+    `SELECT seq FROM profiles WHERE workspace_id = $1 AND merged_into IS NULL AND seq > $2
+      ORDER BY seq OFFSET $3 LIMIT 1`,
+    [workspaceId, after, size - 1],
+  );
+  return rows[0]?.seq ?? null;
+}

@@ -1,0 +1,9 @@
+/**
+ * The segments module's public API: what other modules may call. Tables: segments,
+ * segment_memberships, segment_changes, segment_dirty_profiles. The query language is the pure
+ * core in ./query (parse, compile to SQL, evaluate in memory).
+ */
+
+export { markSegmentWork, type TouchedProfiles } from './mark.step';
+export { eraseProfilesFromSegments, markProfilesForRefresh } from './profile-hooks';
+export { REFRESH_QUEUE, registerSegmentJobs, type SegmentJobOptions } from './refresh.job';

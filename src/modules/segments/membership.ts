@@ -1,0 +1,184 @@
+import type { Logger } from 'pino';
+import type { Db, Queryable } from '../../platform/db';
+import { type OutboxType, writeOutboxMany } from '../outbox';
+import { evaluableQueries } from './definitions';
+import {
+  type EvalContext,
+  type Scope,
+  SEGMENTS_PER_STATEMENT,
+  SLICE_SIZE,
+  selectMatchingMany,
+  sliceEnd,
+} from './evaluate';
+import * as members from './membership.repo';
+import type { SegmentQuery } from './query';
+import * as repo from './segments.repo';
+
+/**
+ * Keeps saved segments' membership current. Two kinds of work, each done in small transactions
+ * that hold the workspace's segment lock (so changes are decided one refresh at a time and their
+ * log is in decision order):
+ * - dirty profiles (marked by the pipeline and the API merge): every segment of the workspace is
+ *   evaluated for exactly those ids;
+ * - full evaluations (a segment saved, its query or a query it refers to changed, a time window
+ *   moved on): one slice of profiles by `seq` per transaction, the position kept in the segment.
+ * Every entry and exit is applied, logged in segment_changes and written to the outbox
+ * (`segment.entered` / `segment.exited`, data `{segment_id, profile_id}`) in that transaction.
+ */
+
+/**
+ * Dirty profiles taken per transaction: at most 500, fewer when the workspace has many segments,
+ * so one transaction (which holds PGlite's only connection) decides a bounded number of
+ * profile × segment pairs.
+ */
+const dirtyChunk = (segments: number) =>
+  Math.max(20, Math.min(500, Math.floor(20_000 / Math.max(1, segments))));
+
+export interface RefreshOptions {
+  log: Logger;
+  /** The clock time windows are measured against (tests move it on). */
+  now?: () => Date;
+  signal?: AbortSignal;
+  sliceSize?: number;
+}
+
+/**
+ * Refreshes one workspace until nothing is left to do (or `budgetMs` has passed): alternately a
+ * chunk of dirty profiles and a slice of a full evaluation, so live updates never wait for a whole
+ * workspace to be scanned.
+ */
+export async function refreshWorkspace(
+  db: Db,
+  workspaceId: string,
+  opts: RefreshOptions & { budgetMs?: number },
+): Promise<{ changes: number; done: boolean; worked: boolean }> {
+  let changes = 0;
+  let worked = false;
+  const deadline = Date.now() + (opts.budgetMs ?? Number.POSITIVE_INFINITY);
+  for (;;) {
+    opts.signal?.throwIfAborted();
+    const dirty = await db.transaction((tx) => refreshDirty(tx, workspaceId, opts));
+    opts.signal?.throwIfAborted();
+    const full = await db.transaction((tx) => refreshSlice(tx, workspaceId, opts, db.engine));
+    changes += dirty.changes + full.changes;
+    if (dirty.profiles === 0 && !full.worked) return { changes, done: true, worked };
+    worked = true;
+    // Out of time while ingestion keeps marking profiles: the caller hands the rest to a new job.
+    if (Date.now() > deadline) return { changes, done: false, worked };
+  }
+}
+
+interface Loaded {
+  defs: repo.DefinitionRow[];
+  ctx: EvalContext;
+  broken: string[];
+}
+
+async function load(tx: Queryable, workspaceId: string, opts: RefreshOptions): Promise<Loaded> {
+  await repo.lockWorkspaceSegments(tx, workspaceId);
+  const defs = await repo.listDefinitions(tx, workspaceId);
+  const { segments, usable, broken } = evaluableQueries(defs);
+  if (broken.length > 0) {
+    opts.log.error(
+      { workspace_id: workspaceId, segments: broken },
+      'segments: stored query no longer parses or compiles; its membership is left as it is',
+    );
+  }
+  const ctx = { now: opts.now?.() ?? new Date(), segments };
+  return { defs: defs.filter((d) => usable.has(d.id)), ctx, broken };
+}
+
+async function refreshDirty(
+  tx: Queryable,
+  workspaceId: string,
+  opts: RefreshOptions,
+): Promise<{ profiles: number; changes: number }> {
+  const { defs, ctx } = await load(tx, workspaceId, opts);
+  const ids = await members.takeDirty(tx, workspaceId, dirtyChunk(defs.length));
+  if (ids.length === 0 || defs.length === 0) return { profiles: ids.length, changes: 0 };
+  const current = await members.membersAmong(
+    tx,
+    defs.map((d) => d.id),
+    ids,
+  );
+  const selected = await selectMatchingMany(
+    tx,
+    workspaceId,
+    defs.map((d) => ({ id: d.id, query: query(ctx, d.id) })),
+    ctx,
+    { ids },
+  );
+  const changes: members.Change[] = [];
+  for (const d of defs) {
+    const now = new Set(current.filter((m) => m.segment_id === d.id).map((m) => m.profile_id));
+    changes.push(...diff(d.id, selected.get(d.id)!, now));
+  }
+  await record(tx, workspaceId, changes, ctx.now);
+  return { profiles: ids.length, changes: changes.length };
+}
+
+async function refreshSlice(
+  tx: Queryable,
+  workspaceId: string,
+  opts: RefreshOptions,
+  engine: Db['engine'],
+): Promise<{ worked: boolean; changes: number }> {
+  const { defs, ctx, broken } = await load(tx, workspaceId, opts);
+  // A segment that cannot be evaluated would keep its evaluation pending (and "computing") forever.
+  await repo.abandonFull(tx, broken);
+  const pending = defs.filter((x) => x.full_after_seq !== null);
+  if (pending.length === 0) return { worked: false, changes: 0 };
+  // The segments furthest behind, together: those restarted at once (a save of several, the
+  // time-window schedule) then walk the profiles together, one read of each slice for all.
+  const after = Math.min(...pending.map((x) => x.full_after_seq!));
+  const group = pending.filter((x) => x.full_after_seq === after).slice(0, SEGMENTS_PER_STATEMENT);
+  const upTo = await sliceEnd(tx, workspaceId, after, opts.sliceSize ?? SLICE_SIZE[engine]);
+  const scope: Scope = { after, upTo };
+  const ids = group.map((d) => d.id);
+  const selected = await selectMatchingMany(
+    tx,
+    workspaceId,
+    group.map((d) => ({ id: d.id, query: query(ctx, d.id) })),
+    ctx,
+    scope,
+  );
+  const current = await members.membersInRange(tx, workspaceId, ids, after, upTo);
+  const changes: members.Change[] = [];
+  for (const id of ids) {
+    const now = new Set(current.filter((m) => m.segment_id === id).map((m) => m.profile_id));
+    changes.push(...diff(id, selected.get(id)!, now));
+  }
+  await record(tx, workspaceId, changes, ctx.now);
+  for (const id of ids) await repo.setFullProgress(tx, id, upTo, after);
+  return { worked: true, changes: changes.length };
+}
+
+const query = (ctx: EvalContext, id: string): SegmentQuery => ctx.segments.get(id)!;
+
+function diff(segmentId: string, selected: ReadonlySet<string>, now: Set<string>): members.Change[] {
+  const out: members.Change[] = [];
+  for (const id of selected) if (!now.has(id)) out.push({ segmentId, profileId: id, change: 'entered' });
+  for (const id of now) if (!selected.has(id)) out.push({ segmentId, profileId: id, change: 'exited' });
+  return out;
+}
+
+const ENTERED: OutboxType = 'segment.entered';
+const EXITED: OutboxType = 'segment.exited';
+
+async function record(
+  tx: Queryable,
+  workspaceId: string,
+  changes: members.Change[],
+  at: Date,
+): Promise<void> {
+  if (changes.length === 0) return;
+  await members.applyChanges(tx, changes, at);
+  await writeOutboxMany(
+    tx,
+    changes.map((c) => ({
+      workspaceId,
+      type: c.change === 'entered' ? ENTERED : EXITED,
+      data: { segment_id: c.segmentId, profile_id: c.profileId },
+    })),
+  );
+}

@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import { type CursorCodec, type Page, type PageRequest, pageRequest, toPage } from '../../platform/cursor';
+import type { Db } from '../../platform/db';
+import { AppError, notFound } from '../../platform/errors';
+import { iso } from '../../platform/http/envelope';
+import { findLiveProfileId, getProfile, type ProfileView } from '../profiles';
+import { parsedQueries } from './definitions';
+import { type Match, SLICE_SIZE, selectMatching, sliceEnd } from './evaluate';
+import * as members from './membership.repo';
+import * as repo from './segments.repo';
+import { compileOrRefuse, parseOrRefuse, presentSegment, type SegmentView } from './segments.service';
+
+/** Reads: segment lists, members, the change log, and `calculate` (evaluation without saving). */
+
+const afterSeq = (page: PageRequest): number | null => {
+  const k = page.after;
+  if (k === null) return null;
+  if (k.length !== 1 || typeof k[0] !== 'number' || !Number.isSafeInteger(k[0])) {
+    throw new AppError('INVALID_CURSOR', 'cursor is not valid for this collection');
+  }
+  return k[0];
+};
+
+export async function listSegments(
+  db: Db,
+  codec: CursorCodec,
+  workspaceId: string,
+  page: PageRequest,
+  filter: { profile_id?: string | undefined },
+): Promise<Page<SegmentView>> {
+  let memberOf: string | null = null;
+  if (filter.profile_id !== undefined) {
+    // A merged-away id lists its survivor's memberships; an unknown one matches nothing.
+    memberOf = await findLiveProfileId(db, workspaceId, filter.profile_id);
+    if (memberOf === null) return toPage(codec, page, [], () => [], presentSegment);
+  }
+  const rows = await repo.listSegments(db, workspaceId, memberOf, afterSeq(page), page.limit + 1);
+  return toPage(codec, page, rows, (r) => [r.seq], presentSegment);
+}
+
+/**
+ * Profiles as the API shows them, in the given order, read through the profiles module. One that
+ * was erased since its id was read is left out; one merged away meanwhile shows as its survivor.
+ */
+async function presentProfiles(db: Db, workspaceId: string, ids: readonly string[]): Promise<ProfileView[]> {
+  const views = await Promise.all(
+    ids.map((id) =>
+      getProfile(db, workspaceId, id).catch((err: unknown) => {
+        if (err instanceof AppError && err.code === 'NOT_FOUND') return null;
+        throw err;
+      }),
+    ),
+  );
+  return views.filter((v): v is ProfileView => v !== null);
+}
+
+async function requireSegment(db: Db, workspaceId: string, id: string): Promise<repo.SegmentRow> {
+  const row = await repo.getSegment(db, workspaceId, id);
+  if (!row) throw notFound('segment');
+  return row;
+}
+
+export async function listMembers(
+  db: Db,
+  codec: CursorCodec,
+  workspaceId: string,
+  id: string,
+  page: PageRequest,
+): Promise<Page<ProfileView>> {
+  await requireSegment(db, workspaceId, id);
+  const rows = await members.listMembers(db, id, afterSeq(page), page.limit + 1);
+  const shown = toPage(
+    codec,
+    page,
+    rows,
+    (r) => [r.seq],
+    (r) => r.profile_id,
+  );
+  return { data: await presentProfiles(db, workspaceId, shown.data), pagination: shown.pagination };
+}
+
+export interface ChangeView {
+  profile_id: string;
+  change: 'entered' | 'exited';
+  at: string;
+}
+
+export async function listChanges(
+  db: Db,
+  codec: CursorCodec,
+  workspaceId: string,
+  id: string,
+  page: PageRequest,
+): Promise<Page<ChangeView>> {
+  await requireSegment(db, workspaceId, id);
+  const rows = await members.listChanges(db, id, afterSeq(page), page.limit + 1);
+  return toPage(
+    codec,
+    page,
+    rows,
+    (r) => [r.seq],
+    (r) => ({ profile_id: r.profile_id, change: r.change, at: iso(r.at)! }),
+  );
+}
+
+export interface CalculateRequest {
+  query: unknown;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+export interface CalculateView {
+  count: number;
+  profiles: ProfileView[];
+  pagination: Page<unknown>['pagination'];
+}
+
+/**
+ * POST /tenant/segments/calculate: evaluates a query now, without saving it. The whole workspace
+ * is walked in slices of profiles (see evaluate.ts), counting every match and keeping the page's;
+ * the cursor is bound to the query (a digest of it), so it cannot page another query's answer.
+ */
+export async function calculate(
+  db: Db,
+  codec: CursorCodec,
+  workspaceId: string,
+  body: CalculateRequest,
+  opts: { now?: Date; sliceSize?: number } = {},
+): Promise<CalculateView> {
+  const query = parseOrRefuse(body.query);
+  const digest = createHash('sha256').update(JSON.stringify(query)).digest('base64url');
+  const page = pageRequest(
+    codec,
+    { collection: 'segment-calculate', workspaceId, parent: null },
+    { limit: body.limit, cursor: body.cursor, query: digest },
+  );
+  const after = afterSeq(page) ?? 0;
+  const { segments } = parsedQueries(await repo.listDefinitions(db, workspaceId));
+  compileOrRefuse(query, segments);
+  const ctx = { now: opts.now ?? new Date(), segments };
+  const size = opts.sliceSize ?? SLICE_SIZE[db.engine];
+  let count = 0;
+  const kept: Match[] = [];
+  for (let lo = 0; ; ) {
+    const upTo = await sliceEnd(db, workspaceId, lo, size);
+    const matches = await selectMatching(db, workspaceId, query, ctx, { after: lo, upTo });
+    count += matches.length;
+    for (const m of matches) if (m.seq > after && kept.length <= page.limit) kept.push(m);
+    if (upTo === null) break;
+    lo = upTo;
+  }
+  const shown = toPage(
+    codec,
+    page,
+    kept,
+    (m) => [m.seq],
+    (m) => m.id,
+  );
+  return {
+    count,
+    profiles: await presentProfiles(db, workspaceId, shown.data),
+    pagination: shown.pagination,
+  };
+}
