@@ -50,6 +50,41 @@ export async function selectMatching(
   return rows;
 }
 
+/**
+ * The whole workspace at once (PostgreSQL's `calculate`): how many live profiles match, and the
+ * first `limit` of them after `after` in `seq` order. The count writes event counts as one grouped
+ * pass (compile.ts, strategy `set`). The page walks profiles in `seq` order and stops at `limit`
+ * matches, probing each one, which is quick while matches are common; when they are rare (under
+ * 1% of the table's rows by the planner's estimate) it would walk far, so it too takes the grouped
+ * pass. Measured on 1M profiles: docs/decisions.md, "Segments".
+ */
+export async function countMatching(
+  q: Queryable,
+  workspaceId: string,
+  query: SegmentQuery,
+  ctx: EvalContext,
+  page: { after: number; limit: number },
+): Promise<{ count: number; kept: Match[] }> {
+  const live = 'p.workspace_id = $1 AND p.merged_into IS NULL';
+  const counted = compileSegment(query, { ...ctx, firstParam: 2, strategy: 'set' });
+  const { rows } = await q.query<{ n: number; rows: number }>(
+    `SELECT count(*)::int AS n,
+            (SELECT greatest(reltuples, 1)::float8 FROM pg_class WHERE oid = 'profiles'::regclass) AS rows
+       FROM profiles p WHERE ${live} AND (${counted.sql})`,
+    [workspaceId, ...counted.params],
+  );
+  const { n: count, rows: estimate } = rows[0]!;
+  if (count === 0) return { count, kept: [] };
+  const strategy = count / estimate >= 0.01 ? 'correlated' : 'set';
+  const paged = compileSegment(query, { ...ctx, firstParam: 4, strategy });
+  const { rows: kept } = await q.query<Match>(
+    `SELECT p.id, p.seq FROM profiles p WHERE ${live} AND p.seq > $2 AND (${paged.sql})
+      ORDER BY p.seq LIMIT $3`,
+    [workspaceId, page.after, page.limit, ...paged.params],
+  );
+  return { count, kept: kept.map((m) => ({ id: m.id, seq: Number(m.seq) })) };
+}
+
 /** Segments evaluated by one statement (one column each). */
 export const SEGMENTS_PER_STATEMENT = 25;
 

@@ -5,8 +5,9 @@ import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { findLiveProfileId, getProfile, type ProfileView } from '../profiles';
 import { parsedQueries } from './definitions';
-import { type Match, SLICE_SIZE, selectMatching, sliceEnd } from './evaluate';
+import { countMatching, type Match, SLICE_SIZE, selectMatching, sliceEnd } from './evaluate';
 import * as members from './membership.repo';
+import type { SegmentQuery } from './query';
 import * as repo from './segments.repo';
 import { compileOrRefuse, parseOrRefuse, presentSegment, type SegmentView } from './segments.service';
 
@@ -138,17 +139,12 @@ export async function calculate(
   const { segments } = parsedQueries(await repo.listDefinitions(db, workspaceId));
   compileOrRefuse(query, segments);
   const ctx = { now: opts.now ?? new Date(), segments };
-  const size = opts.sliceSize ?? SLICE_SIZE[db.engine];
-  let count = 0;
-  const kept: Match[] = [];
-  for (let lo = 0; ; ) {
-    const upTo = await sliceEnd(db, workspaceId, lo, size);
-    const matches = await selectMatching(db, workspaceId, query, ctx, { after: lo, upTo });
-    count += matches.length;
-    for (const m of matches) if (m.seq > after && kept.length <= page.limit) kept.push(m);
-    if (upTo === null) break;
-    lo = upTo;
-  }
+  // PostgreSQL: one statement (its other connections keep serving meanwhile, and one grouped pass
+  // beats probing slice after slice); PGlite: slices, so ingestion gets a turn between two.
+  const { count, kept } =
+    db.engine === 'postgres' && opts.sliceSize === undefined
+      ? await countMatching(db, workspaceId, query, ctx, { after, limit: page.limit + 1 })
+      : await inSlices(db, workspaceId, query, ctx, after, page.limit + 1, opts.sliceSize);
   const shown = toPage(
     codec,
     page,
@@ -161,4 +157,33 @@ export async function calculate(
     profiles: await presentProfiles(db, workspaceId, shown.data),
     pagination: shown.pagination,
   };
+}
+
+type Ctx = Parameters<typeof selectMatching>[3];
+
+/**
+ * PGlite: one connection for everything, so the workspace is walked in slices of profiles by
+ * `seq` (evaluate.ts), and ingestion statements get their turn between two slices.
+ */
+async function inSlices(
+  db: Db,
+  workspaceId: string,
+  query: SegmentQuery,
+  ctx: Ctx,
+  after: number,
+  want: number,
+  sliceSize?: number,
+): Promise<{ count: number; kept: Match[] }> {
+  const size = sliceSize ?? SLICE_SIZE[db.engine];
+  let count = 0;
+  const kept: Match[] = [];
+  for (let lo = 0; ; ) {
+    const upTo = await sliceEnd(db, workspaceId, lo, size);
+    const matches = await selectMatching(db, workspaceId, query, ctx, { after: lo, upTo });
+    count += matches.length;
+    for (const m of matches) if (m.seq > after && kept.length < want) kept.push(m);
+    if (upTo === null) break;
+    lo = upTo;
+  }
+  return { count, kept };
 }

@@ -19,9 +19,10 @@ export interface CompileContext {
    * How count and sum tests are written (the answer is the same; the plan is not):
    * - `correlated` (default): a scalar sub-query per profile, an index probe each. Best when the
    *   statement looks at a few profiles (a refresh of dirty ones, a slice).
-   * - `set`: one grouped pass over the window's rows, joined to the profiles. Best over a whole
-   *   workspace: 1M profiles × 20M events, 30-day count, 5.8 s correlated vs 0.5 s as a set
-   *   (docs/decisions.md, "Segments").
+   * - `set`: event counts become one grouped pass over the window's rows, joined to the profiles.
+   *   Best over a whole workspace: 1M profiles × 20M events, a 30-day count took 11.9 s probed and
+   *   1.1 s as a set. Orders stay probed: a profile has a handful, and grouping a year of them cost
+   *   11.7 s where probing took 4.0 s (docs/decisions.md, "Segments").
    */
   strategy?: 'correlated' | 'set';
 }
@@ -80,7 +81,7 @@ function eventSql(c: EventCondition, { p, now, set }: Emit): string {
   return aggregateSql({ table: 'events', alias: 'e', where, aggregate: 'count(*)', test: c.count, p, set });
 }
 
-function orderSql(c: OrderCondition, { p, now, set }: Emit): string {
+function orderSql(c: OrderCondition, { p, now }: Emit): string {
   const f = c.order;
   const statuses = f.status === undefined ? ['completed'] : Array.isArray(f.status) ? f.status : [f.status];
   const where: string[] = [];
@@ -92,7 +93,7 @@ function orderSql(c: OrderCondition, { p, now, set }: Emit): string {
     const item = { product_id: f.product_id, category: f.category };
     where.push(`o.items @> ${p(JSON.stringify([item]))}::jsonb`);
   }
-  const rows = { table: 'orders', alias: 'o', where, p, set } as const;
+  const rows = { table: 'orders', alias: 'o', where, p, set: false } as const;
   if (c.sum !== undefined)
     return aggregateSql({ ...rows, aggregate: 'COALESCE(sum(o.total), 0)', test: c.sum });
   return aggregateSql({ ...rows, aggregate: 'count(*)', test: c.count });
