@@ -2,6 +2,7 @@ import type { Db, Queryable } from '../../platform/db';
 import { DEFAULT_TRIES, retryConflicts } from '../../platform/db/retry';
 import { AppError, notFound, validationError } from '../../platform/errors';
 import { classifyIdentity, createGraphBatch, type Identifier, isSuppressed } from '../identity';
+import { markProfilesForRefresh } from '../segments';
 import { type BatchProfile, createProfileBatch, type Source, StaleReadError } from './profile-batch';
 import * as reads from './profile-reads.repo';
 import { type ProfileView, presentProfile, resolveProfileId } from './profiles.read';
@@ -140,6 +141,8 @@ export async function upsertProfile(
       const traits = batch.applyTraits(profile, update, now.getTime(), source, now);
       if (!traits.applied) throw validationError('/attributes', traits.reason);
       await flushUnit(tx, batch, graph);
+      // Its segment memberships follow the new traits, decided by the next refresh.
+      await markProfilesForRefresh(tx, workspaceId, [profile.id]);
       return profile.id;
     }),
   );

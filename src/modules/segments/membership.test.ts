@@ -137,6 +137,18 @@ describe('live membership of saved segments', () => {
     expect(res.body.data.map((s: { id: string }) => s.id)).toContain(ids.viewers);
   });
 
+  it('follows a profile changed through POST /tenant/profiles, with no event at all', async () => {
+    const tier = `tier-${crypto.randomUUID()}`;
+    const id = await saveSegment('api tier', { attribute: 'tier', op: 'eq', value: tier });
+    await waitSegmentsSettled(db());
+    const res = await svc.call('POST', '/tenant/profiles', {
+      body: { identity: `${tier}@example.com`, attributes: { tier } },
+    });
+    expect(res.status, res.text).toBe(200);
+    await waitSegmentsSettled(db());
+    expect(await membersOf(db(), id)).toEqual([res.body.data.id]);
+  });
+
   it('lets a 7-day window age out when the schedule runs (clock moved on 8 days)', async () => {
     const before = await membersOf(db(), ids.viewers);
     expect(before.length).toBeGreaterThan(0);
