@@ -253,7 +253,7 @@ async function measureRefreshLag(): Promise<void> {
       name: 'lag probe',
       query: { event: { type: 'track', name: 'Lag Probe', within_days: 7 } },
     });
-    if (saved.status !== 201) throw new Error(`save: ${saved.status} ${JSON.stringify(saved.json)}`);
+    if (saved.status !== 200) throw new Error(`save: ${saved.status} ${JSON.stringify(saved.json)}`);
     const id = saved.json.data.id;
     const background = load({
       url: `${svc.url}/api/ingest`,

@@ -45,6 +45,21 @@ export async function getProfile(
   return rows[0] ?? null;
 }
 
+/** These live profiles, in no particular order (an id that is not live is left out). */
+export async function getLiveProfiles(
+  q: Queryable,
+  workspaceId: string,
+  ids: readonly string[],
+): Promise<ProfileReadRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await q.query<ProfileReadRow>(
+    `SELECT ${COLUMNS}, ${IDENTITIES} FROM profiles p
+      WHERE p.workspace_id = $1 AND p.id = ANY($2::uuid[]) AND p.merged_into IS NULL`,
+    [workspaceId, ids],
+  );
+  return rows;
+}
+
 export interface ProfileFilter {
   email?: string | undefined;
   /** Profile ids owning the identity filter's nodes (already resolved by the caller). */

@@ -72,6 +72,22 @@ export async function getProfile(db: Db, workspaceId: string, id: string): Promi
 }
 
 /**
+ * A page of live profiles by id (a segment's members), in the order given, in one statement; an id
+ * that is no longer live (merged or erased since it was listed) is left out.
+ */
+export async function getLiveProfiles(
+  db: Db,
+  workspaceId: string,
+  ids: readonly string[],
+): Promise<ProfileView[]> {
+  const rows = new Map((await repo.getLiveProfiles(db, workspaceId, ids)).map((r) => [r.id, r]));
+  return ids.flatMap((id) => {
+    const row = rows.get(id);
+    return row ? [presentProfile(row)] : [];
+  });
+}
+
+/**
  * Runs a read of the profile an id names (its survivor) that takes several statements: when the
  * survivor was itself merged away while the read ran (its history moved on), reads again from the
  * new survivor. A merged profile never comes back, so "live before and after" means live during.

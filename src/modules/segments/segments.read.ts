@@ -3,7 +3,7 @@ import { type CursorCodec, type Page, type PageRequest, pageRequest, toPage } fr
 import type { Db } from '../../platform/db';
 import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
-import { findLiveProfileId, getProfile, type ProfileView } from '../profiles';
+import { findLiveProfileId, getLiveProfiles, type ProfileView } from '../profiles';
 import { parsedQueries } from './definitions';
 import { countMatching, type Match, SLICE_SIZE, selectMatching, sliceEnd } from './evaluate';
 import * as members from './membership.repo';
@@ -44,15 +44,8 @@ export async function listSegments(
  * was erased since its id was read is left out; one merged away meanwhile shows as its survivor.
  */
 async function presentProfiles(db: Db, workspaceId: string, ids: readonly string[]): Promise<ProfileView[]> {
-  const views = await Promise.all(
-    ids.map((id) =>
-      getProfile(db, workspaceId, id).catch((err: unknown) => {
-        if (err instanceof AppError && err.code === 'NOT_FOUND') return null;
-        throw err;
-      }),
-    ),
-  );
-  return views.filter((v): v is ProfileView => v !== null);
+  // One statement for the page; a member merged or erased since it was listed is left out.
+  return getLiveProfiles(db, workspaceId, ids);
 }
 
 async function requireSegment(db: Db, workspaceId: string, id: string): Promise<repo.SegmentRow> {

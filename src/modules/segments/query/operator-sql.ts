@@ -74,8 +74,10 @@ export function jsonSql(a: string, op: Operator, value: TestValue | undefined, p
   const type = `jsonb_typeof(${a})`;
   const present = `COALESCE(${type}, 'null') <> 'null'`;
   const text = `(${a} #>> '{}')`;
+  // jsonb equality is typed already ("1" ≠ 1) and an array or object never equals a scalar, so a
+  // list of scalars needs no type guard: one hashed comparison per row.
   const inList = (list: TestValue | undefined) =>
-    `COALESCE(${type} IN ('string', 'number', 'boolean') AND ${p(JSON.stringify(list))}::jsonb @> jsonb_build_array(${a}), false)`;
+    `COALESCE(${a} = ANY(${p((list as Scalar[]).map((v) => JSON.stringify(v)))}::jsonb[]), false)`;
   switch (op) {
     case 'exists':
       return `(${present})`;
