@@ -14,6 +14,7 @@ import { registerDeadLetterRoutes } from './modules/processing/dead-letters.rout
 import { registerProfileRoutes } from './modules/profiles/profiles.routes';
 import { registerSegmentRoutes } from './modules/segments/segments.routes';
 import { registerSystemRoutes } from './modules/system/system.routes';
+import { registerSettingsRoutes } from './modules/workspaces';
 import { registerWorkspaceRoutes } from './modules/workspaces/workspaces.routes';
 import { stacklessError } from './platform/errors';
 import { createAuthHooks } from './platform/http/auth-hook';
@@ -158,6 +159,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   // The map of the service: every module, registered explicitly.
   registerSystemRoutes(app, deps);
   registerWorkspaceRoutes(app, deps);
+  registerSettingsRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerIngestRoutes(app, deps);
   registerCommerceRoutes(app, deps);

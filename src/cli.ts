@@ -20,6 +20,11 @@ const USAGE = `usage: cdp <command>
                                 create an API key; prints JSON with the secret (shown once)
   demo [--customers 3000] [--seed 1] [--workspace ID]
                                 load a synthetic shop dataset (browsing, sign-ups, orders) as events
+  settings get [--workspace ID|NAME]
+  settings set KEY=VALUE … [--workspace ID|NAME]
+                                read or change workspace settings (default workspace: "default");
+                                dotted keys, JSON values: rate_limits.requests_per_minute=500
+                                junk_identifiers='["demo"]' churn_threshold=0.6 merge_cap=null
   jobs [--queue Q] [--state queued|running|succeeded|dead] [--workspace ID] [--after JOB_ID]
                                 list background jobs (50 a page) with counts per queue and state; JSON
 
@@ -213,6 +218,13 @@ export async function main(argv: string[]): Promise<number> {
         return createKey(db, workspaceId, input);
       });
       print(result);
+      return 0;
+    }
+    case 'settings': {
+      const { runSettingsCommand, parseAssignments } = await import('./modules/workspaces/settings.command');
+      // Input mistakes are reported before the database is opened.
+      if (sub === 'set') parseAssignments(rest);
+      print(await withDb(loadConfig(), (db) => runSettingsCommand(db, sub, rest, values.workspace)));
       return 0;
     }
     case 'jobs': {

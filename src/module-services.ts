@@ -1,5 +1,6 @@
 import type { KeyResolver } from './modules/api-keys';
 import type { EventWriter } from './modules/ingest/ingest.service';
+import type { SettingsStore } from './modules/workspaces';
 
 /**
  * The services modules hand each other through AppDeps, declared here, at the composition root, so
@@ -11,5 +12,7 @@ declare module './platform/http/types' {
     keys: KeyResolver;
     /** The durable, group-committed event appender (modules/ingest). */
     events: EventWriter;
+    /** The one accessor of workspace settings, cached per process, changes propagated (modules/workspaces). */
+    settings: SettingsStore;
   }
 }

@@ -10,6 +10,7 @@ import {
   SECRET_SHAPE,
 } from './modules/api-keys';
 import { createEventWriter } from './modules/ingest/ingest.service';
+import { createSettingsStore } from './modules/workspaces';
 import { bootstrapDefaultWorkspace, loadCursorSecret } from './modules/workspaces/workspaces.service';
 import { createCursorCodec } from './platform/cursor';
 import { type Db, openDb } from './platform/db';
@@ -93,10 +94,16 @@ export async function createRuntime(
       });
     }
 
+    // Started before the keys: a request's rate limit comes from the settings of its workspace.
+    const settings = createSettingsStore(db, { namespace, log });
+    await settings.start();
+    closers.push(() => settings.stop());
+
     const keys = createKeyResolver(db, {
       namespace,
       log,
       broadcast: redis ? redisRevocations(redis, `cdp:${namespace}:key-revoked`, log) : null,
+      settingsOf: (workspaceId) => settings.read(db, workspaceId),
     });
     await keys.start();
     closers.push(() => keys.stop());
@@ -108,6 +115,7 @@ export async function createRuntime(
       log,
       cursors,
       keys,
+      settings,
       // X-API-Key, then the Segment ways (Basic auth, body writeKey) on ingest routes.
       principals: keyResolvers(keys),
       limits: createRateLimits(redis, { keyPrefix: `cdp:${namespace}:rl` }),

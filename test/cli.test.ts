@@ -98,6 +98,11 @@ describe('cdp without a database', () => {
           ],
           /allowed_domains\/0: "https:\/\/shop.example.com\/" is not a host name/,
         ],
+        [
+          ['settings', 'set', 'colour=blue', 'churn_threshold=1'],
+          /colour is not a setting; churn_threshold must be < 1/,
+        ],
+        [['settings', 'set'], /usage: cdp settings set KEY=VALUE/],
       ] as Array<[string[], RegExp]>
     ).map(([args, message]) => [label(args), args, message] as const),
   )('refuses `%s` with exit code 2 and one line on stderr', async (_label, args, message) => {
@@ -230,6 +235,31 @@ describe(`cdp migrate, workspace create, key create (${ENGINE})`, () => {
     expect(limited.body.error_code).toBe('INSUFFICIENT_SCOPE');
     // PGlite allows one process per data directory: stop before the next test opens it.
     expect((await svc.stop()).code).toBe(0);
+  });
+
+  it('reads and changes a workspace’s settings, by name, with dotted keys and JSON values', async () => {
+    const set = await runCli(
+      [
+        'settings',
+        'set',
+        'rate_limits.requests_per_minute=500',
+        'junk_identifiers=["demo-user"]',
+        '--workspace',
+        'Acme Inc.',
+      ],
+      env,
+    );
+    expect(set.code, set.stderr).toBe(0);
+    const get = await runCli(['settings', 'get', '--workspace', 'Acme Inc.'], env);
+    expect(get.code, get.stderr).toBe(0);
+    for (const out of [JSON.parse(set.stdout), JSON.parse(get.stdout)]) {
+      expect(out.workspace.name).toBe('Acme Inc.');
+      expect(out.settings).toMatchObject({
+        rate_limits: { requests_per_minute: 500, batch_events_per_minute: 10_000 },
+        junk_identifiers: ['demo-user'],
+        merge_cap: 100,
+      });
+    }
   });
 
   it('says so in one line when the port is taken', async () => {

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { killAllChildren, request, type ServiceProcess, serviceEnv, startService } from './child';
 import { dropSchema } from './harness';
@@ -164,15 +163,12 @@ describe.skipIf(!PG_URL || !REDIS_URL)(
         body: { name: 'limited', scopes: ['admin'] },
       });
       const secret = created.body.data.api_key;
-      const db = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
-      await db.connect();
-      try {
-        await db.query(
-          `UPDATE workspaces SET settings = settings || '{"rate_limits":{"requests_per_minute":10}}'::jsonb`,
-        );
-      } finally {
-        await db.end();
-      }
+      // Answered once both processes dropped the old settings (test/settings-propagation.test.ts).
+      const limited = await request(a.url!, 'PATCH', '/tenant/settings', {
+        key: admin,
+        body: { rate_limits: { requests_per_minute: 10 } },
+      });
+      expect(limited.status).toBe(200);
 
       const replies = [];
       for (let i = 0; i < 12; i++) {

@@ -11,10 +11,6 @@ export interface ApiKeyRow {
   created_at: Date;
 }
 
-export interface ActiveKeyRow extends ApiKeyRow {
-  workspace_settings: Record<string, unknown>;
-}
-
 const COLUMNS = 'seq, id, workspace_id, name, prefix, scopes, allowed_domains, created_at';
 
 export const REVOCATION_CHANNEL = 'cdp_key_revoked';
@@ -78,12 +74,9 @@ export async function revokeKey(q: Queryable, workspaceId: string, id: string): 
   return hash;
 }
 
-export async function findActiveKeyByHash(q: Queryable, keyHash: string): Promise<ActiveKeyRow | null> {
-  const { rows } = await q.query<ActiveKeyRow>(
-    `SELECT k.seq, k.id, k.workspace_id, k.name, k.prefix, k.scopes, k.allowed_domains, k.created_at,
-            w.settings AS workspace_settings
-     FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
-     WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+export async function findActiveKeyByHash(q: Queryable, keyHash: string): Promise<ApiKeyRow | null> {
+  const { rows } = await q.query<ApiKeyRow>(
+    `SELECT ${COLUMNS} FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
     [keyHash],
   );
   return rows[0] ?? null;

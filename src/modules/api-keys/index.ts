@@ -5,4 +5,6 @@ export type { ApiKeyView, CreatedApiKey, NewKeyInput } from './api-keys.service'
 export { createKey, listBrowserOriginPatterns, SECRET_SHAPE } from './api-keys.service';
 export type { KeyCacheStats, KeyResolver, KeyResolverOptions, ResolvedKey } from './key-resolver';
 export { createKeyResolver } from './key-resolver';
-export type { RevocationBroadcast } from './revocation';
+export type { RevocationBroadcast, RevocationOptions, Revocations, RevocationTarget } from './revocation';
+// The cluster invalidation protocol, also used by the workspace settings cache.
+export { createRevocations } from './revocation';

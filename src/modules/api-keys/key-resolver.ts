@@ -22,6 +22,12 @@ export interface KeyCacheStats {
 export interface KeyResolverOptions extends RevocationOptions {
   ttlMs?: number;
   maxEntries?: number;
+  /**
+   * The workspace settings a key carries (its rate limits), read per request from the settings
+   * accessor (modules/workspaces, wired by runtime.ts), so a change applies on the next request
+   * and not when the key's entry expires. Without it, keys carry no settings (the defaults apply).
+   */
+  settingsOf?: (workspaceId: string) => Promise<Readonly<Record<string, unknown>>>;
 }
 
 export interface KeyResolver extends KeyLookup {
@@ -44,7 +50,8 @@ export interface KeyResolver extends KeyLookup {
  * - The cache is used only while the revocation protocol trusts it.
  * - A lookup that overlapped an eviction does not fill the cache (generation check), so a
  *   concurrent request cannot re-insert a key that was revoked while it read the row.
- * - Entries expire after `ttlMs` so workspace setting changes (rate limits) reach every process.
+ * - Entries expire after `ttlMs` (a safety net). Workspace settings are not part of an entry: they
+ *   come from `settingsOf` on every request, which has its own, equally honest cache.
  */
 export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyResolver {
   const ttlMs = opts.ttlMs ?? 60_000;
@@ -64,6 +71,9 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
     cache.clear();
   };
   const revocations = createRevocations(db, { drop, dropAll }, opts);
+  const NO_SETTINGS = Object.freeze({});
+  const withSettings = async (key: ResolvedKey): Promise<ResolvedKey> =>
+    opts.settingsOf ? { ...key, workspaceSettings: await opts.settingsOf(key.workspaceId) } : key;
 
   return {
     async resolve(rawSecret) {
@@ -74,7 +84,7 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
         const hit = cache.get(hash);
         if (hit && hit.expires > Date.now()) {
           hits++;
-          return hit.key;
+          return withSettings(hit.key);
         }
       }
       misses++;
@@ -89,13 +99,13 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
         workspaceId: row.workspace_id,
         scopes: Object.freeze([...row.scopes]),
         allowedDomains: Object.freeze([...row.allowed_domains]),
-        workspaceSettings: Object.freeze({ ...row.workspace_settings }),
+        workspaceSettings: NO_SETTINGS,
       };
       if (useCache && revocations.trusted() && generation === before) {
         if (cache.size >= maxEntries) cache.clear();
         cache.set(hash, { key, expires: Date.now() + ttlMs });
       }
-      return key;
+      return withSettings(key);
     },
 
     async evict(hash) {

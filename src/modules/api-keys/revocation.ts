@@ -22,9 +22,17 @@ export interface RevocationOptions {
    */
   ackTimeoutMs?: number;
   log?: Pick<Logger, 'warn'>;
+  /**
+   * The protocol is not specific to keys: another cache (workspace settings) runs its own instance
+   * with its own channels and namespace. `revoked` carries the token to drop (sent by the writer's
+   * transaction), `evicted` the confirmations. Default: the key channels.
+   */
+  channels?: { revoked: string; evicted: string };
+  /** How the "not confirmed in time" warning names what was propagated (default `key revocation`). */
+  subject?: string;
 }
 
-/** The cache the protocol keeps honest. */
+/** The cache the protocol keeps honest. Tokens contain no spaces (the confirmations are space-separated). */
 export interface RevocationTarget {
   drop(hash: string): void;
   dropAll(): void;
@@ -73,6 +81,7 @@ export function createRevocations(
   const echoWindowMs = heartbeatMs * 2.5;
   const ackTimeoutMs = opts.ackTimeoutMs ?? heartbeatMs * 3;
   const namespace = opts.namespace ?? 'public';
+  const channels = opts.channels ?? { revoked: repo.REVOCATION_CHANNEL, evicted: repo.EVICTED_CHANNEL };
   const shared = db.engine === 'postgres';
   const self = randomBytes(9).toString('base64url');
 
@@ -109,7 +118,7 @@ export function createRevocations(
 
   const onRevoked = (hash: string) => {
     target.drop(hash);
-    if (shared) void send(repo.EVICTED_CHANNEL, `${hash} ${self}`);
+    if (shared) void send(channels.evicted, `${hash} ${self}`);
   };
 
   const onEvicted = (payload: string) => {
@@ -218,16 +227,16 @@ export function createRevocations(
       if (unconfirmed.length > 0 && subscribed) {
         opts.log?.warn(
           { peers: unconfirmed },
-          'key revocation not confirmed by every service process in time; answering anyway',
+          `${opts.subject ?? 'key revocation'} not confirmed by every service process in time; answering anyway`,
         );
       }
     },
 
     async start() {
-      unsubscribes.push(await db.listen(repo.REVOCATION_CHANNEL, onRevoked, onListenerLost));
+      unsubscribes.push(await db.listen(channels.revoked, onRevoked, onListenerLost));
       if (shared) {
         unsubscribes.push(await db.listen(repo.PRESENCE_CHANNEL, onPresence));
-        unsubscribes.push(await db.listen(repo.EVICTED_CHANNEL, onEvicted));
+        unsubscribes.push(await db.listen(channels.evicted, onEvicted));
       }
       if (opts.broadcast) unsubscribes.push(await opts.broadcast.subscribe(onRevoked));
       subscribed = true;

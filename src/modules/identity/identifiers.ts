@@ -61,12 +61,21 @@ export function junkSet(workspaceList: readonly unknown[] = []): ReadonlySet<str
   return set;
 }
 
+/** Built once per settings object: the settings accessor hands out the same object until a change. */
+const junkOfSettings = new WeakMap<object, ReadonlySet<string>>();
+
 /** Reads `settings.junk_identifiers` defensively (settings are free-form JSON). */
 export function junkSetFromSettings(
   settings: Readonly<Record<string, unknown>> | null | undefined,
 ): ReadonlySet<string> {
-  const list = settings?.junk_identifiers;
-  return junkSet(Array.isArray(list) ? list : []);
+  if (!settings) return junkSet();
+  let set = junkOfSettings.get(settings);
+  if (!set) {
+    const list = settings.junk_identifiers;
+    set = junkSet(Array.isArray(list) ? list : []);
+    junkOfSettings.set(settings, set);
+  }
+  return set;
 }
 
 const PHONE_SHAPE = /^\+[\d\s().-]+$/;

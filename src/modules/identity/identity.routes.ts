@@ -17,22 +17,27 @@ export function registerIdentityRoutes(app: App, deps: AppDeps): void {
         security,
         summary:
           'Merge profiles into `primary_profile_id` (one transaction). Merged-away ids keep resolving to the ' +
-          'primary; a `profile.merged` webhook fires. Refused (409) past 100 merged ids per profile.',
+          'primary; a `profile.merged` webhook fires. Refused (409) past the workspace’s merge cap ' +
+          '(`merge_cap` in /tenant/settings, default 100 merged ids per profile).',
         body: MergeBody,
         response: { 200: Envelope(MergeResultSchema) },
       },
     },
-    async (req) =>
-      ok(
+    async (req) => {
+      const ws = workspaceOf(req);
+      const { merge_cap } = await deps.settings.read(deps.db, ws);
+      return ok(
         await mergeProfiles(
           deps.db,
           deps.log,
-          workspaceOf(req),
+          ws,
           principalOf(req).id,
           req.body.primary_profile_id,
           req.body.secondary_profile_ids,
+          merge_cap,
         ),
-      ),
+      );
+    },
   );
 
   app.get(

@@ -21,6 +21,8 @@ export interface ResolvableEvent {
   identity: Identifier | null;
   anonymous: Identifier | null;
   profileId: string | null;
+  /** The workspace's merge cap (settings.merge_cap); the contract's default when absent. */
+  mergeCap?: number;
 }
 
 /** What identity resolution needs from the profiles module (wired by the pipeline). */
@@ -80,6 +82,7 @@ export async function resolveIdentities(
       anonymousOwner: anonymousOwner ? graph.view(anonymousOwner) : null,
       identitySuppressed: !identityOwner && isSuppressed(ws, e.identity),
       anonymousSuppressed: !anonymousOwner && isSuppressed(ws, e.anonymous),
+      mergeCap: e.mergeCap,
     });
 
     let profileId: string;

@@ -6,7 +6,10 @@ import type { Identifier, IdentifierType } from './identifiers';
  * The worker and the API shells do the reading and writing.
  */
 
-/** Most merged-away ids one profile may hold; a merge past this is refused (and logged by the shell). */
+/**
+ * Most merged-away ids one profile may hold by default (contract §5); a workspace may set its own
+ * (`settings.merge_cap`). A merge past the cap is refused (and logged by the shell).
+ */
 export const MERGE_CAP = 100;
 
 /** What the resolver needs to know about a profile that owns one of the event's identifiers. */
@@ -28,12 +31,14 @@ export interface ResolveInput {
   /** Identifiers on the suppression list (erased with `suppress=true`) never link or create. */
   identitySuppressed?: boolean;
   anonymousSuppressed?: boolean;
+  /** The workspace's merge cap (default MERGE_CAP). */
+  mergeCap?: number;
 }
 
 export type Refusal =
   /** The two profiles hold different identifiers of one type: never merged automatically. */
   | 'unique_identifier'
-  /** The merge would give the survivor more than MERGE_CAP merged ids. */
+  /** The merge would give the survivor more merged ids than the merge cap. */
   | 'merge_cap';
 
 export type Decision =
@@ -85,7 +90,7 @@ export function decide(input: ResolveInput): Decision {
     if (conflicts(idOwner, anonOwner)) {
       return { kind: 'join', profileId: idOwner.id, attach: [], refused: 'unique_identifier' };
     }
-    if (idOwner.mergedCount + 1 + anonOwner.mergedCount > MERGE_CAP) {
+    if (idOwner.mergedCount + 1 + anonOwner.mergedCount > (input.mergeCap ?? MERGE_CAP)) {
       return { kind: 'join', profileId: idOwner.id, attach: [], refused: 'merge_cap' };
     }
     return { kind: 'merge', primary: idOwner.id, secondary: anonOwner.id };

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../../test/harness';
 import { validationDetails } from '../../platform/http/errors-handler';
 import { newSortableId } from '../../platform/ids';
-import { updateWorkspaceSettings } from '../workspaces';
+import { patchSettings } from '../workspaces';
 import type { EventRecord } from './event-record';
 import type { NewEventRow } from './ingest.repo';
 import { checkBatchItems } from './ingest.routes';
@@ -315,7 +315,9 @@ describe('POST /tenant/ingest/batch', () => {
 
   it('charges the batch tier per event and answers 429 with Retry-After when it is spent', async () => {
     const other = await svc.newWorkspace('limited');
-    await updateWorkspaceSettings(svc.rt.deps.db, other.id, { rate_limits: { batch_events_per_minute: 5 } });
+    await patchSettings(svc.rt.deps.db, svc.rt.deps.settings, other.id, {
+      rate_limits: { batch_events_per_minute: 5 },
+    });
     const first = await svc.call('POST', '/tenant/ingest/batch', {
       key: other.adminKey,
       body: [track(), track(), track()],

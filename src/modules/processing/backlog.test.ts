@@ -6,7 +6,6 @@ import { countBacklog, findPendingBefore } from './processing.repo';
 import { processBatch } from './processing.service';
 import { insertTestEvents } from './processing.test-kit';
 import { startProcessingLoop } from './processing.worker';
-import { createSettingsCache } from './settings';
 
 /** The backlog (migrations/0006_event_backlog.sql, 0009): what the workers claim from. */
 let svc: TestService;
@@ -19,7 +18,7 @@ afterAll(async () => svc?.close());
 const db = () => svc.rt.deps.db;
 const ctx = () => ({
   log: createLogger('silent'),
-  settings: createSettingsCache(),
+  settings: svc.rt.deps.settings,
   orderGate: createMutex(),
 });
 const drain = async () => {

@@ -9,6 +9,7 @@ import {
   classifyIdentity,
   createGraphBatch,
   type GraphBatch,
+  junkSetFromSettings,
   type ProfilesPort,
   resolveIdentities,
 } from '../identity';
@@ -21,9 +22,10 @@ import {
   type ProfileBatch,
 } from '../profiles';
 import { markSegmentWork } from '../segments';
+import type { SettingsStore, WorkspaceSettings } from '../workspaces';
+import { loadSettings, settingsOf } from './batch-settings';
 import type { ClaimedEvent } from './processing.repo';
 import { guardOrder, markProcessed } from './processing.steps';
-import type { SettingsCache } from './settings';
 
 /**
  * The path of a claimed batch of events, in one place. Each step lives in the module that owns the
@@ -33,7 +35,7 @@ import type { SettingsCache } from './settings';
  * each event is applied exactly once.
  *
  *   claim               processing   oldest waiting events no other worker holds (the backlog)
- *   classify            identity     identifiers from raw values; junk values per workspace
+ *   classify            identity     identifiers from raw values; junk values and merge cap per workspace
  *   guard order         processing   an older event of the same person held elsewhere: deferred
  *   resolve identities  identity     lock owners, suppression, the resolver's decision per event
  *   apply traits        profiles     identify traits, newer wins, lineage; too big: dead letter
@@ -48,7 +50,8 @@ import type { SettingsCache } from './settings';
 
 export interface PipelineContext {
   log: Logger;
-  settings: SettingsCache;
+  /** The workspace settings accessor (junk identifiers, merge cap), read through the batch's transaction. */
+  settings: SettingsStore;
   /**
    * Held from a batch's orders until its commit when several loops share a process: every order
    * upserts its products, and two batches locking the same product rows in different orders would
@@ -72,6 +75,8 @@ export interface WorkItem {
   anonymous: ReturnType<typeof classifyAnonymousId>;
   email: string | null;
   profileId: string | null;
+  /** The workspace's merge cap (settings), set by classify. */
+  mergeCap?: number;
 }
 
 /** Everything the steps share for one batch. */
@@ -87,6 +92,8 @@ export interface BatchWork {
   graph: GraphBatch;
   /** Milliseconds per step (logged with each batch at debug level). */
   timings: Record<string, number>;
+  /** The settings of the workspaces seen in this batch, read once per batch (`settingsOf`). */
+  settings: Map<string, WorkspaceSettings>;
 }
 
 export interface Step {
@@ -132,6 +139,7 @@ export async function runPipeline(
     profiles: createProfileBatch(yieldNow),
     graph: createGraphBatch(),
     timings: {},
+    settings: new Map(),
   };
   for (const step of PIPELINE) {
     const live = work.items.filter((i) => !work.settled.has(i.seq));
@@ -163,12 +171,14 @@ const toItem = (e: ClaimedEvent): WorkItem => ({
 });
 
 async function classify(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
-  await w.ctx.settings.load(
-    w.tx,
+  await loadSettings(
+    w,
     live.map((i) => i.workspaceId),
   );
   for (const i of live) {
-    const junk = w.ctx.settings.junk(i.workspaceId);
+    const settings = settingsOf(w, i.workspaceId);
+    const junk = junkSetFromSettings(settings);
+    i.mergeCap = settings.merge_cap;
     i.identity = classifyIdentity(i.event.identity, junk);
     i.anonymous = classifyAnonymousId(i.event.anonymous_id, junk);
     i.email = i.identity?.type === 'email' ? i.identity.value : null;

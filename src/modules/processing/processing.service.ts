@@ -3,9 +3,9 @@ import type { Db } from '../../platform/db';
 import type { Mutex } from '../../platform/mutex';
 import { markEventsApplied } from '../ingest';
 import { StaleReadError } from '../profiles';
+import type { SettingsStore } from '../workspaces';
 import { runPipeline } from './pipeline';
 import * as repo from './processing.repo';
-import type { SettingsCache } from './settings';
 
 /**
  * One claimed batch, one transaction: the claim, every effect of the pipeline (pipeline.ts) and the
@@ -15,7 +15,7 @@ import type { SettingsCache } from './settings';
 
 export interface ProcessorContext {
   log: Logger;
-  settings: SettingsCache;
+  settings: SettingsStore;
   /** See PipelineContext.orderGate. */
   orderGate?: Mutex;
 }

@@ -4,9 +4,11 @@ import {
   classifyIdentity,
   type IdentifierType,
   identifierKey,
+  junkSetFromSettings,
   orderingTokens,
 } from '../identity';
 import { deleteEventsBySeq, markEventsApplied } from '../ingest';
+import { loadSettings, settingsOf } from './batch-settings';
 import { partitionByOrder } from './ordering';
 import type { BatchWork, WorkItem } from './pipeline';
 import * as repo from './processing.repo';
@@ -16,15 +18,19 @@ import * as repo from './processing.repo';
 /** Per-person order across workers (ordering.ts): tokens are identifiers and their owning profiles. */
 export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
   const maxSeq = live[live.length - 1]!.seq;
-  const pending = (
-    await repo.findPendingBefore(
-      w.tx,
-      maxSeq,
-      w.items.map((i) => i.seq),
-      5000,
-    )
-  ).map((p) => {
-    const junk = w.ctx.settings.junk(p.workspace_id);
+  const waiting = await repo.findPendingBefore(
+    w.tx,
+    maxSeq,
+    w.items.map((i) => i.seq),
+    5000,
+  );
+  // Their identifiers are classified as their own workspace's settings say, as classify will.
+  await loadSettings(
+    w,
+    waiting.map((p) => p.workspace_id),
+  );
+  const pending = waiting.map((p) => {
+    const junk = junkSetFromSettings(settingsOf(w, p.workspace_id));
     return {
       seq: p.seq,
       workspaceId: p.workspace_id,

@@ -5,6 +5,7 @@ import { describeError } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
 import type { WorkerModule } from '../../worker';
 import { StaleReadError } from '../profiles';
+import { createSettingsStore, type SettingsStore } from '../workspaces';
 import { EVENTS_CHANNEL } from './dead-letters.service';
 import { vacuumBacklog } from './processing.repo';
 import {
@@ -13,7 +14,6 @@ import {
   type ProcessorContext,
   processBatch,
 } from './processing.service';
-import { createSettingsCache } from './settings';
 
 /**
  * The processing loop (ROLE=worker|all): claim a batch, apply it, repeat while there is a backlog;
@@ -44,6 +44,11 @@ export interface LoopOptions {
   maxOutageBackoffMs?: number;
   /** Events between two VACUUMs of the backlog (VACUUM_EVERY). */
   vacuumEvery?: number;
+  /**
+   * The service's settings accessor. Without one (tests), a private store that is never started,
+   * so never trusts its cache: every batch reads the settings afresh.
+   */
+  settings?: SettingsStore;
 }
 
 export const MAX_ATTEMPTS = 3;
@@ -93,7 +98,8 @@ export interface ProcessingLoop {
 }
 
 export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions): Promise<ProcessingLoop> {
-  const ctx: ProcessorContext = { log, settings: createSettingsCache(), orderGate: createMutex() };
+  const settings = opts.settings ?? createSettingsStore(db);
+  const ctx: ProcessorContext = { log, settings, orderGate: createMutex() };
   const minIdle = opts.minIdleMs ?? 10;
   const maxIdle = opts.maxIdleMs ?? 200;
   const maxAttempts = opts.maxAttempts ?? MAX_ATTEMPTS;
@@ -273,6 +279,7 @@ export const processingWorker: WorkerModule = {
     const loop = await startProcessingLoop(deps.db, deps.log, {
       batchSize: deps.config.workerBatchSize ?? BATCH_SIZE[deps.db.engine],
       concurrency: CONCURRENCY[deps.db.engine],
+      settings: deps.settings,
     });
     return () => loop.stop();
   },

@@ -40,6 +40,8 @@ export async function mergeProfiles(
   apiKeyId: string,
   primaryId: string,
   secondaryIds: readonly string[],
+  /** The workspace's merge cap (settings.merge_cap). */
+  mergeCap: number = MERGE_CAP,
 ): Promise<MergeResult> {
   const self = secondaryIds.findIndex((id) => id.toLowerCase() === primaryId.toLowerCase());
   if (self >= 0) throw validationError(`/secondary_profile_ids/${self}`, 'must not be the primary profile');
@@ -70,14 +72,14 @@ export async function mergeProfiles(
       const p = batch.survivor(primary)!;
       const total =
         graph.view(primary).mergedCount + secondaries.reduce((n, s) => n + 1 + graph.view(s).mergedCount, 0);
-      if (total > MERGE_CAP) {
+      if (total > mergeCap) {
         log.warn(
           { workspace_id: workspaceId, primary, secondaries: secondaries.length, total },
           'merge refused: merge cap reached',
         );
         throw new AppError(
           'CONFLICT',
-          `merge refused: the profile would hold ${total} merged ids, more than the cap of ${MERGE_CAP}`,
+          `merge refused: the profile would hold ${total} merged ids, more than the cap of ${mergeCap}`,
         );
       }
       const source = { type: 'api_key' as const, id: apiKeyId };

@@ -45,7 +45,8 @@ export function registerSystemRoutes(app: App, deps: AppDeps): void {
       config: { auth: 'operator', rateTier: 'none' },
       schema: {
         tags: ['operator'],
-        summary: 'This process: API key cache counters (operator token; 404 when none is configured).',
+        summary:
+          'This process: API key and workspace settings cache counters (operator token; 404 when none is configured).',
         response: {
           200: Type.Object({
             status: Type.Literal('success'),
@@ -57,12 +58,22 @@ export function registerSystemRoutes(app: App, deps: AppDeps): void {
                 trusted: Type.Boolean(),
                 peers: Type.Integer(),
               }),
+              settings_cache: Type.Object({
+                hits: Type.Integer(),
+                misses: Type.Integer(),
+                entries: Type.Integer(),
+                trusted: Type.Boolean(),
+                peers: Type.Integer(),
+              }),
             }),
           }),
         },
       },
     },
-    async () => ({ status: 'success' as const, data: { key_cache: deps.keys.stats() } }),
+    async () => ({
+      status: 'success' as const,
+      data: { key_cache: deps.keys.stats(), settings_cache: deps.settings.stats() },
+    }),
   );
 
   app.get('/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());

@@ -2,6 +2,17 @@
  * The workspaces module's public API. Tables: workspaces, system_settings.
  */
 
+export { effectiveSettings } from './settings';
+export { registerSettingsRoutes } from './settings.routes';
+export {
+  DEFAULT_SETTINGS,
+  type SettingsPatch,
+  SettingsPatchSchema,
+  type WorkspaceSettings,
+  WorkspaceSettingsSchema,
+} from './settings.schemas';
+export { getSettings, patchSettings } from './settings.service';
+export { createSettingsStore, type SettingsStore, type SettingsStoreOptions } from './settings.store';
 export type { WorkspaceRow } from './workspaces.repo';
 export {
   bootstrapDefaultWorkspace,
@@ -9,7 +20,5 @@ export {
   createWorkspace,
   findWorkspace,
   loadCursorSecret,
-  loadWorkspaceSettings,
-  updateWorkspaceSettings,
   type WorkspaceView,
 } from './workspaces.service';

@@ -28,15 +28,45 @@ export async function findWorkspace(q: Queryable, id: string): Promise<Workspace
   return rows[0] ?? null;
 }
 
-export async function updateSettings(
+export interface StoredSettings {
+  settings: Record<string, unknown>;
+  /** Bumped by every change (migrations/0011). */
+  version: number;
+}
+
+/** The stored settings of the workspace, locked until the transaction ends; null when absent. */
+export async function lockSettings(q: Queryable, id: string): Promise<StoredSettings | null> {
+  const { rows } = await q.query<StoredSettings>(
+    'SELECT settings, settings_version AS version FROM workspaces WHERE id = $1 FOR UPDATE',
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Replaces the stored settings; answers the version after the write. The trigger of
+ * migrations/0011 bumps it and notifies every process only when the settings really differ.
+ */
+export async function writeSettings(
   q: Queryable,
   id: string,
-  patch: Record<string, unknown>,
-): Promise<void> {
-  await q.query('UPDATE workspaces SET settings = settings || $2::jsonb WHERE id = $1', [
-    id,
-    JSON.stringify(patch),
-  ]);
+  settings: Record<string, unknown>,
+): Promise<number> {
+  const { rows } = await q.query<{ version: number }>(
+    'UPDATE workspaces SET settings = $2::jsonb WHERE id = $1 RETURNING settings_version AS version',
+    [id, JSON.stringify(settings)],
+  );
+  return rows[0]!.version;
+}
+
+/** The workspace with this id, or else the oldest one with this name (CLI `--workspace`). */
+export async function findWorkspaceByIdOrName(q: Queryable, ref: string): Promise<WorkspaceRow | null> {
+  const { rows } = await q.query<WorkspaceRow>(
+    `SELECT id, name, settings, created_at FROM workspaces
+     WHERE id::text = lower($1) OR name = $1 ORDER BY (id::text = lower($1)) DESC, created_at LIMIT 1`,
+    [ref],
+  );
+  return rows[0] ?? null;
 }
 
 /** Serializes first-start bootstrap across processes that share a database. */

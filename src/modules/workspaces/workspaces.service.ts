@@ -65,20 +65,3 @@ export async function loadCursorSecret(db: Db): Promise<string> {
 export async function findWorkspace(db: Queryable, id: string): Promise<repo.WorkspaceRow | null> {
   return repo.findWorkspace(db, id);
 }
-
-/** Merges `patch` into the workspace's settings (top-level keys replace). */
-export async function updateWorkspaceSettings(
-  q: Queryable,
-  id: string,
-  patch: Record<string, unknown>,
-): Promise<void> {
-  await repo.updateSettings(q, id, patch);
-}
-
-/** The settings of these workspaces (the worker reads them once per batch); absent ones are left out. */
-export function loadWorkspaceSettings(
-  q: Queryable,
-  ids: readonly string[],
-): Promise<Array<{ id: string; settings: Record<string, unknown> }>> {
-  return repo.loadSettings(q, ids);
-}
