@@ -17,6 +17,8 @@ export const SLICE_SIZE: Record<Db['engine'], number> = { pglite: 2_000, postgre
 export interface EvalContext {
   now: Date;
   segments: ReadonlyMap<string, SegmentQuery>;
+  /** How event counts are written (compile.ts); correlated unless said otherwise. */
+  strategy?: 'correlated' | 'set';
 }
 
 export type Scope = { ids: readonly string[] } | { after: number; upTo: number | null };
