@@ -155,17 +155,17 @@ export async function calculate(
 type Ctx = Parameters<typeof selectMatching>[3];
 
 /** What one slice's statement may take on PGlite: the longest an ingest waits behind it. */
-const SLICE_TARGET_MS = 15;
+const SLICE_TARGET_MS = 10;
 const SLICE_BOUNDS = { min: 500, max: 50_000 };
 
 /**
  * PGlite: one connection for everything, so the workspace is walked in slices of profiles by
  * `seq` (evaluate.ts), and ingestion statements get their turn between two slices. The slice size
  * follows the measured time of the last one towards SLICE_TARGET_MS (at most doubling per step): a
- * cheap trait filter takes a few large slices, an event count smaller ones. Event counts are
- * written as one grouped pass per slice (compile.ts, `set`): on 20k profiles and 400k events that
- * walked the workspace in 33 ms against 114 ms probing every profile (docs/decisions.md).
- * A `sliceSize` fixes the size (tests).
+ * cheap trait filter takes a few large slices, an event count smaller ones. Counts stay probed
+ * per profile (cost in proportion to the slice, so the sizing converges): a grouped pass per slice
+ * rescans the whole window each time, and measured slower on 100k profiles (4.4 s against 2.8 s;
+ * docs/decisions.md). A `sliceSize` fixes the size (tests).
  */
 async function inSlices(
   db: Db,
@@ -182,13 +182,7 @@ async function inSlices(
   for (let lo = 0; ; ) {
     const t0 = performance.now();
     const upTo = await sliceEnd(db, workspaceId, lo, size);
-    const matches = await selectMatching(
-      db,
-      workspaceId,
-      query,
-      { ...ctx, strategy: 'set' },
-      { after: lo, upTo },
-    );
+    const matches = await selectMatching(db, workspaceId, query, ctx, { after: lo, upTo });
     count += matches.length;
     for (const m of matches) if (m.seq > after && kept.length < want) kept.push(m);
     if (upTo === null) break;
