@@ -10,6 +10,7 @@ import { listBrowserOriginPatterns, registerApiKeyRoutes } from './modules/api-k
 import { registerCommerceRoutes } from './modules/commerce/commerce.routes';
 import { registerIdentityRoutes } from './modules/identity/identity.routes';
 import { registerIngestRoutes } from './modules/ingest/ingest.routes';
+import { registerIntelligenceRoutes } from './modules/intelligence';
 import { registerDeadLetterRoutes } from './modules/processing/dead-letters.routes';
 import { registerProfileRoutes } from './modules/profiles/profiles.routes';
 import { registerSegmentRoutes } from './modules/segments/segments.routes';
@@ -166,6 +167,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerProfileRoutes(app, deps);
   registerIdentityRoutes(app, deps);
   registerSegmentRoutes(app, deps);
+  registerIntelligenceRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
 
   return app;

@@ -1,3 +1,4 @@
+import { registerIntelligenceJobs } from './modules/intelligence';
 import { registerSegmentJobs } from './modules/segments';
 import { createJobRunner, pruneJobsTask, registerMaintenance } from './platform/jobs';
 import type { WorkerModule } from './worker';
@@ -8,8 +9,8 @@ const JOBS_DRAIN_MS = 10_000;
 /**
  * The shared job runner (platform/jobs) of a worker process: the queues of webhook deliveries,
  * segment refreshes and model fits register here as those capabilities land: today the segment
- * membership refreshes (modules/segments) and the maintenance schedule (pruning finished jobs and
- * vacuuming their table).
+ * membership refreshes (modules/segments), the model fits and per-order rescoring
+ * (modules/intelligence) and the maintenance schedule (pruning finished jobs and vacuuming their table).
  */
 export const jobsWorker: WorkerModule = {
   name: 'jobs',
@@ -17,6 +18,7 @@ export const jobsWorker: WorkerModule = {
     const runner = createJobRunner({ db: deps.db, log: deps.log });
     await registerMaintenance(runner, pruneJobsTask());
     await registerSegmentJobs(runner, { log: deps.log });
+    await registerIntelligenceJobs(runner, { log: deps.log, settings: deps.settings });
     runner.start();
     return async () => {
       const { finished, released } = await runner.stop({ drainMs: JOBS_DRAIN_MS });

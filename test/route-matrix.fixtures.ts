@@ -126,6 +126,18 @@ export const FIXTURES: Record<string, Fixture> = {
       },
     ]),
   ),
+  ...Object.fromEntries(
+    ['clv', 'churn'].map((what) => [
+      `GET /intelligence/${what}/:id`,
+      async ({ svc, other }: FixtureContext): Promise<FixtureRequest> => {
+        const res = await svc.call('POST', '/tenant/profiles', {
+          key: other.adminKey,
+          body: { identity: `matrix-${randomUUID()}@example.com` },
+        });
+        return { url: `/intelligence/${what}/${created(res).id}` };
+      },
+    ]),
+  ),
   'POST /tenant/dead-letters/:id/retry': async ({ svc, other }) => {
     // An event with no usable identifier is dead-lettered by the worker; retrying it is allowed.
     const db = svc.rt.deps.db;

@@ -13,6 +13,7 @@ import {
   type ProfilesPort,
   resolveIdentities,
 } from '../identity';
+import { markRescoring } from '../intelligence';
 import { writeOutboxMany } from '../outbox';
 import {
   applyTraits,
@@ -41,6 +42,7 @@ import { guardOrder, markProcessed } from './processing.steps';
  *   apply traits        profiles     identify traits, newer wins, lineage; too big: dead letter
  *   write profiles      profiles · identity   the two units of work, written in the lock order
  *   apply orders        commerce     orders, products, spend; unusable payload: dead letter
+ *   mark rescoring      intelligence the order events' profiles on the rescoring list, a score job queued
  *   collect effects     outbox       profile.created / profile.merged facts (orders write theirs)
  *   mark segment work   segments     touched and merged profiles on the dirty list, a refresh queued
  *   mark processed      processing   backlog rows gone, events marked, dead letters, drops
@@ -111,6 +113,7 @@ export const PIPELINE: readonly Step[] = [
   { name: 'apply traits', run: (w, live) => applyTraits(live, w.profiles, w.yieldNow) },
   { name: 'write profiles', run: writeProfiles },
   { name: 'apply orders', run: applyOrdersStep },
+  { name: 'mark rescoring', run: (w, live) => markRescoring(w.tx, live, w.profiles.moves()) },
   { name: 'collect effects', run: collectEffects },
   {
     name: 'mark segment work',

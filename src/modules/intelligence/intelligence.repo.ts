@@ -1,0 +1,238 @@
+import type { Queryable } from '../../platform/db';
+
+/** SQL of the intelligence module's own tables (migrations/0012_intelligence.sql), and nothing else. */
+
+export type FitKind = 'purchase' | 'spend' | 'rfm';
+
+export interface FitRow {
+  fit_id: string;
+  kind: FitKind;
+  workspace_id: string;
+  model: string;
+  name: string;
+  params: Record<string, unknown>;
+  log_likelihood: number | null;
+  customers: number;
+  as_of: Date;
+  fitted_at: Date;
+  converged: boolean;
+}
+
+/**
+ * Serializes the writers of one workspace's scores (the fit's rescoring chunks, the per-order
+ * rescoring), for the rest of the transaction; taken before any profile lock.
+ */
+export async function lockWorkspaceScores(q: Queryable, workspaceId: string): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`cdp.intelligence:${workspaceId}`]);
+}
+
+export async function insertFit(q: Queryable, rows: readonly Omit<FitRow, 'fitted_at'>[]): Promise<void> {
+  await q.query(
+    `INSERT INTO model_fits (fit_id, kind, workspace_id, model, name, params, log_likelihood, customers, as_of, converged)
+     SELECT fit_id, kind, workspace_id, model, name, params, log_likelihood, customers, as_of, converged
+       FROM jsonb_to_recordset($1::jsonb) AS r(fit_id text, kind text, workspace_id uuid, model text, name text,
+            params jsonb, log_likelihood float8, customers int, as_of timestamptz, converged boolean)`,
+    [JSON.stringify(rows)],
+  );
+}
+
+/** The rows of the workspace's current (latest) fit; empty when it was never fitted. */
+export async function readCurrentFit(q: Queryable, workspaceId: string): Promise<FitRow[]> {
+  const { rows } = await q.query<FitRow>(
+    `SELECT * FROM model_fits WHERE workspace_id = $1
+        AND fit_id = (SELECT max(fit_id COLLATE "C") FROM model_fits WHERE workspace_id = $1)
+      ORDER BY kind`,
+    [workspaceId],
+  );
+  return rows;
+}
+
+/** The rows of one fit (history is kept: a score names the fit it came from). */
+export async function readFit(q: Queryable, workspaceId: string, fitId: string): Promise<FitRow[]> {
+  const { rows } = await q.query<FitRow>(
+    'SELECT * FROM model_fits WHERE workspace_id = $1 AND fit_id = $2 ORDER BY kind',
+    [workspaceId, fitId],
+  );
+  return rows;
+}
+
+export async function currentFitId(q: Queryable, workspaceId: string): Promise<string | null> {
+  const { rows } = await q.query<{ id: string | null }>(
+    'SELECT max(fit_id COLLATE "C") AS id FROM model_fits WHERE workspace_id = $1',
+    [workspaceId],
+  );
+  return rows[0]?.id ?? null;
+}
+
+export interface ScoreRow {
+  profile_id: string;
+  fit_id: string;
+  as_of: Date;
+  p_alive: number;
+  expected_purchases: number;
+  expected_order_value: number;
+  predicted_clv: number;
+  churn_risk_score: number;
+  days_since_last_order: number;
+  horizon_days: number;
+  currency: string;
+  rfm_segment: string;
+  escalated: boolean;
+}
+
+export async function readScore(
+  q: Queryable,
+  workspaceId: string,
+  profileId: string,
+): Promise<ScoreRow | null> {
+  const { rows } = await q.query<ScoreRow>(
+    'SELECT * FROM customer_scores WHERE workspace_id = $1 AND profile_id = $2',
+    [workspaceId, profileId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Which of these profiles have an escalation standing (churn.risk_escalated sent, not yet fallen back). */
+export async function readEscalated(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<Set<string>> {
+  const { rows } = await q.query<{ profile_id: string }>(
+    `SELECT profile_id FROM customer_scores
+      WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[]) AND escalated`,
+    [workspaceId, profileIds],
+  );
+  return new Set(rows.map((r) => r.profile_id));
+}
+
+export async function upsertScores(
+  q: Queryable,
+  workspaceId: string,
+  rows: readonly ScoreRow[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await q.query(
+    `INSERT INTO customer_scores (profile_id, workspace_id, fit_id, as_of, p_alive, expected_purchases,
+            expected_order_value, predicted_clv, churn_risk_score, days_since_last_order, horizon_days, currency,
+            rfm_segment, escalated, scored_at)
+     SELECT r.profile_id, $1, r.fit_id, r.as_of, r.p_alive, r.expected_purchases, r.expected_order_value,
+            r.predicted_clv, r.churn_risk_score, r.days_since_last_order, r.horizon_days, r.currency,
+            r.rfm_segment, r.escalated, now()
+       FROM jsonb_to_recordset($2::jsonb) AS r(profile_id uuid, fit_id text, as_of timestamptz, p_alive float8,
+            expected_purchases float8, expected_order_value float8, predicted_clv float8, churn_risk_score float8,
+            days_since_last_order int, horizon_days int, currency text, rfm_segment text, escalated boolean)
+     ON CONFLICT (profile_id) DO UPDATE SET fit_id = excluded.fit_id, as_of = excluded.as_of,
+            p_alive = excluded.p_alive, expected_purchases = excluded.expected_purchases,
+            expected_order_value = excluded.expected_order_value, predicted_clv = excluded.predicted_clv,
+            churn_risk_score = excluded.churn_risk_score, days_since_last_order = excluded.days_since_last_order,
+            horizon_days = excluded.horizon_days, currency = excluded.currency, rfm_segment = excluded.rfm_segment,
+            escalated = excluded.escalated, scored_at = excluded.scored_at`,
+    [workspaceId, JSON.stringify(rows)],
+  );
+}
+
+/** Scores of these profiles removed (no completed order by the scoring date any more). */
+export async function deleteScores(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<void> {
+  if (profileIds.length === 0) return;
+  await q.query('DELETE FROM customer_scores WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])', [
+    workspaceId,
+    profileIds,
+  ]);
+}
+
+/** Profiles scored by an earlier fit than this one (after its rescoring: those it did not reach). */
+export async function listScoredBefore(
+  q: Queryable,
+  workspaceId: string,
+  fitId: string,
+  limit: number,
+): Promise<string[]> {
+  const { rows } = await q.query<{ profile_id: string }>(
+    `SELECT profile_id FROM customer_scores WHERE workspace_id = $1 AND fit_id COLLATE "C" < $2 ORDER BY profile_id LIMIT $3`,
+    [workspaceId, fitId, limit],
+  );
+  return rows.map((r) => r.profile_id);
+}
+
+/** Puts profiles on the rescoring list; answers the workspaces that got marks. */
+export async function markDirty(
+  q: Queryable,
+  marks: ReadonlyArray<{ workspaceId: string; profileId: string }>,
+): Promise<string[]> {
+  if (marks.length === 0) return [];
+  const { rows } = await q.query<{ workspace_id: string }>(
+    `INSERT INTO intelligence_dirty_profiles (workspace_id, profile_id)
+     SELECT DISTINCT workspace_id, profile_id
+       FROM jsonb_to_recordset($1::jsonb) AS m(workspace_id uuid, profile_id uuid)
+      ORDER BY workspace_id, profile_id
+     ON CONFLICT DO NOTHING
+     RETURNING workspace_id`,
+    [JSON.stringify(marks.map((m) => ({ workspace_id: m.workspaceId, profile_id: m.profileId })))],
+  );
+  return [...new Set(rows.map((r) => r.workspace_id))];
+}
+
+export async function peekDirty(q: Queryable, workspaceId: string, limit: number): Promise<string[]> {
+  const { rows } = await q.query<{ profile_id: string }>(
+    'SELECT profile_id FROM intelligence_dirty_profiles WHERE workspace_id = $1 ORDER BY profile_id LIMIT $2',
+    [workspaceId, limit],
+  );
+  return rows.map((r) => r.profile_id);
+}
+
+export async function clearDirty(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<void> {
+  await q.query(
+    'DELETE FROM intelligence_dirty_profiles WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])',
+    [workspaceId, profileIds],
+  );
+}
+
+/** The rescoring list is written and emptied all day: PGlite never vacuums it by itself. */
+export async function vacuumDirty(q: Queryable): Promise<void> {
+  await q.exec('VACUUM (ANALYZE) intelligence_dirty_profiles');
+}
+
+export async function listDirtyWorkspaces(q: Queryable): Promise<string[]> {
+  const { rows } = await q.query<{ workspace_id: string }>(
+    'SELECT DISTINCT workspace_id FROM intelligence_dirty_profiles',
+  );
+  return rows.map((r) => r.workspace_id);
+}
+
+/** Counts profiles rescored for new orders since the last fit; answers the new count and the fit's size. */
+export async function countChanges(
+  q: Queryable,
+  workspaceId: string,
+  n: number,
+): Promise<{ changed_since_fit: number; customers_at_fit: number }> {
+  const { rows } = await q.query<{ changed_since_fit: number; customers_at_fit: number }>(
+    `INSERT INTO intelligence_state (workspace_id, changed_since_fit) VALUES ($1, $2)
+     ON CONFLICT (workspace_id) DO UPDATE SET changed_since_fit = intelligence_state.changed_since_fit + $2
+     RETURNING changed_since_fit, customers_at_fit`,
+    [workspaceId, n],
+  );
+  return rows[0]!;
+}
+
+export async function resetChanges(q: Queryable, workspaceId: string, customers: number): Promise<void> {
+  await q.query(
+    `INSERT INTO intelligence_state (workspace_id, changed_since_fit, customers_at_fit) VALUES ($1, 0, $2)
+     ON CONFLICT (workspace_id) DO UPDATE SET changed_since_fit = 0, customers_at_fit = $2`,
+    [workspaceId, customers],
+  );
+}
+
+/** Workspaces the schedule refits: every one that has ever had an order scored. */
+export async function listScoredWorkspaces(q: Queryable): Promise<string[]> {
+  const { rows } = await q.query<{ workspace_id: string }>('SELECT workspace_id FROM intelligence_state');
+  return rows.map((r) => r.workspace_id);
+}

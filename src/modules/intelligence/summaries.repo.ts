@@ -1,0 +1,72 @@
+import type { Queryable } from '../../platform/db';
+
+/**
+ * Customer summaries in SQL: the same rules as the pure `summarizeCustomer` (models/summaries.ts),
+ * which is the reference a property test holds this to. Per profile, completed orders at or before
+ * `as_of`; orders on one UTC calendar day are one purchase day (amounts added); x = purchase days − 1;
+ * t_x and T in weeks from the first purchase day to the last one and to the day of as_of; z̄ = mean
+ * of the repeat purchase days (first day excluded); plus what RFM and the API need (total spend,
+ * days since the last purchase day, the currency of the latest order).
+ *
+ * Reads commerce's `orders` (never writes them), as segment queries do.
+ */
+export interface SummaryRow {
+  profile_id: string;
+  x: number;
+  tx: number;
+  T: number;
+  zbar: number;
+  total_spend: number;
+  days_since_last: number;
+  currency: string;
+}
+
+const SUMMARY_SQL = (filter: string) => `
+  WITH days AS (
+    SELECT o.profile_id, (o.occurred_at AT TIME ZONE 'UTC')::date AS day, sum(o.total) AS amount,
+           (array_agg(o.currency ORDER BY o.occurred_at DESC))[1] AS currency
+      FROM orders o
+     WHERE o.workspace_id = $1 AND o.status = 'completed' AND o.profile_id IS NOT NULL
+       AND o.occurred_at <= $2 ${filter}
+     GROUP BY o.profile_id, day
+  ), per AS (
+    SELECT profile_id, count(*) - 1 AS x, min(day) AS first_day, max(day) AS last_day,
+           sum(amount) AS total, (array_agg(amount ORDER BY day))[1] AS first_amount,
+           (array_agg(currency ORDER BY day DESC))[1] AS currency
+      FROM days GROUP BY profile_id
+  ), asof AS (SELECT ($2::timestamptz AT TIME ZONE 'UTC')::date AS day)
+  SELECT per.profile_id, per.x::int AS x,
+         (per.last_day - per.first_day)::float8 / 7 AS tx,
+         (asof.day - per.first_day)::float8 / 7 AS "T",
+         CASE WHEN per.x > 0 THEN ((per.total - per.first_amount) / per.x)::float8 ELSE 0 END AS zbar,
+         per.total::float8 AS total_spend,
+         (asof.day - per.last_day)::int AS days_since_last,
+         per.currency
+    FROM per, asof
+   ORDER BY per.profile_id`;
+
+/** Every customer of the workspace with a completed order at or before asOf, by profile id. */
+export async function readWorkspaceSummaries(
+  q: Queryable,
+  workspaceId: string,
+  asOf: Date,
+): Promise<SummaryRow[]> {
+  const { rows } = await q.query<SummaryRow>(SUMMARY_SQL(''), [workspaceId, asOf]);
+  return rows;
+}
+
+/** The summaries of these profiles (those without a completed order by asOf are absent). */
+export async function readProfileSummaries(
+  q: Queryable,
+  workspaceId: string,
+  asOf: Date,
+  profileIds: readonly string[],
+): Promise<SummaryRow[]> {
+  if (profileIds.length === 0) return [];
+  const { rows } = await q.query<SummaryRow>(SUMMARY_SQL('AND o.profile_id = ANY($3::uuid[])'), [
+    workspaceId,
+    asOf,
+    profileIds,
+  ]);
+  return rows;
+}
