@@ -122,14 +122,18 @@ describe('churn.risk_escalated', () => {
 });
 
 describe('a merged-away profile id', () => {
-  it('reads the survivor’s scores', async () => {
+  it('reads the survivor’s scores, rescored with the merged orders after an API merge', async () => {
     const a = await profileOf('first@example.com');
     const b = await profileOf('lapsed@example.com');
+    const before = await clv(a);
     const merged = await svc.call('POST', '/identity/merge', {
       key: ws.adminKey,
       body: { primary_profile_id: a, secondary_profile_ids: [b] },
     });
     expect(merged.status, merged.text).toBe(200);
+    // The survivor holds the merged orders now, and is rescored with them.
+    await waitRescored(svc.rt.deps.db);
+    expect((await clv(a)).as_of).not.toBe(before.as_of);
     const res = await svc.call('GET', `/intelligence/churn/${b}`, { key: ws.adminKey });
     expect(res.status).toBe(200);
     expect(res.body.data.profile_id).toBe(a);

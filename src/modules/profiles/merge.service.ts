@@ -8,6 +8,7 @@ import {
   MERGE_CAP,
   readGraphOfProfile,
 } from '../identity';
+import { markRescoring } from '../intelligence';
 import { markProfilesForRefresh } from '../segments';
 import { createProfileBatch, StaleReadError } from './profile-batch';
 import * as reads from './profile-reads.repo';
@@ -92,6 +93,9 @@ export async function mergeProfiles(
       await flushUnit(tx, batch, graph);
       // Segment membership follows: the merged-away profiles leave, the primary is decided again.
       await markProfilesForRefresh(tx, workspaceId, [primary, ...secondaries]);
+      // The survivor now holds the merged orders: its scores are computed again.
+      const moves = secondaries.map((from) => ({ from, to: primary }));
+      await markRescoring(tx, [], new Map([[workspaceId, moves]]));
       // Read inside the transaction: the answer is this merge's result, even if another merge takes
       // the primary away right after the commit.
       return { primary, merged: secondaries, row: await readLive(tx, workspaceId, primary) };
