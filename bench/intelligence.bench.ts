@@ -5,17 +5,20 @@
  * measured in the same run: a fit is a few hundred of those, so the ratio (evaluations per fit)
  * tells the optimizer's cost apart from the machine's speed. Target: a fit ≤ 2 s (issue 9).
  *
- * Still to come with the product wiring: the fit + score of a synthetic 1M-customer workspace on
- * PostgreSQL and the order-to-score lag under load.
+ * Then, on PostgreSQL, a synthetic workspace of BENCH_CLV_CUSTOMERS customers (default 1,000,000)
+ * drawn from the BG/NBD generative process with CDNOW's parameters: `POST /intelligence/models/fit`
+ * through the API (fit + rescoring every profile), its time against ≤ 60 s, the service's peak RSS,
+ * and how far the fitted parameters land from the known ones.
  */
 
 import { logLikelihoodBgNbd } from '../src/modules/intelligence/models/bgnbd';
 import { CALIBRATION_END, parseCdnow, readCdnowFile } from '../src/modules/intelligence/models/cdnow.fixture';
+import { simulatePurchases } from '../src/modules/intelligence/models/generate';
 import { preparePurchaseData } from '../src/modules/intelligence/models/purchase-data';
 import { fitPurchaseModel } from '../src/modules/intelligence/models/purchase-fit';
 import { summarizeCustomers } from '../src/modules/intelligence/models/summaries';
 import { fitWorkspaceModels, scoreCustomer } from '../src/modules/intelligence/models/workspace-models';
-import { note, report } from './lib';
+import { engines, memoryOf, note, report, startService } from './lib';
 
 const best = (runs: number, fn: () => unknown): number => {
   let min = Number.POSITIVE_INFINITY;
@@ -28,6 +31,11 @@ const best = (runs: number, fn: () => unknown): number => {
 };
 
 export default async function run(): Promise<void> {
+  measureCdnowMaster();
+  if ((await engines()).includes('postgres')) await measureSyntheticWorkspace();
+}
+
+function measureCdnowMaster(): void {
   const t0 = performance.now();
   const customers = [
     ...summarizeCustomers(parseCdnow(readCdnowFile('CDNOW_master.txt'), 'master'), CALIBRATION_END).values(),
@@ -64,4 +72,101 @@ export default async function run(): Promise<void> {
     unit: 'ms',
     target: 'info',
   });
+}
+
+const CUSTOMERS = Number(process.env.BENCH_CLV_CUSTOMERS ?? 1_000_000);
+const TRUTH = { r: 0.243, alpha: 4.414, a: 0.793, b: 2.426 };
+const WEEK_MS = 7 * 86_400_000;
+const AS_OF = new Date('2026-01-01T00:00:00Z');
+
+/** Customers of the generative process, written as profiles and completed orders (a bulk load). */
+async function measureSyntheticWorkspace(): Promise<void> {
+  const svc = await startService({ engine: 'postgres', env: { ROLE: 'api' } });
+  try {
+    const t0 = performance.now();
+    // Ages spread over 26–78 weeks, as a shop's customers acquired over a year.
+    const ages = Array.from({ length: CUSTOMERS }, (_, i) => 26 + ((i * 7919) % 5200) / 100);
+    const customers = simulatePurchases('bg_nbd', TRUTH, ages, 20_260_101);
+    let orders = 0;
+    await svc.withDb(async (db) => {
+      const CHUNK = 50_000;
+      for (let from = 0; from < CUSTOMERS; from += CHUNK) {
+        const ids: string[] = [];
+        const profileIds: string[] = [];
+        const at: string[] = [];
+        const totals: number[] = [];
+        for (let i = from; i < Math.min(CUSTOMERS, from + CHUNK); i++) {
+          const c = customers[i]!;
+          const id = `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+          profileIds.push(id);
+          const first = AS_OF.getTime() - c.T * WEEK_MS;
+          for (const t of [0, ...c.purchaseTimes]) {
+            ids.push(id);
+            at.push(new Date(first + t * WEEK_MS).toISOString());
+            totals.push(20 + ((i + ids.length) % 60));
+          }
+        }
+        const offset = orders;
+        orders += ids.length;
+        await db.query(
+          `INSERT INTO profiles (id, workspace_id, created_at) SELECT id, $1, now() FROM unnest($2::uuid[]) AS id`,
+          [svc.workspaceId, profileIds],
+        );
+        await db.query(
+          `INSERT INTO orders (workspace_id, order_id, profile_id, status, total, currency, occurred_at, event_id,
+                               status_at, completed_at)
+           SELECT $1, 'o' || ($5::int + n), pid, 'completed', total, 'USD', at, 'evt_o' || ($5::int + n), at, at
+             FROM unnest($2::uuid[], $3::timestamptz[], $4::numeric[]) WITH ORDINALITY AS u(pid, at, total, n)`,
+          [svc.workspaceId, ids, at, totals, offset],
+        );
+      }
+      await db.query('ANALYZE profiles');
+      await db.query('ANALYZE orders');
+    });
+    note(
+      `synthetic workspace: ${CUSTOMERS} customers, ${orders} orders written in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+    );
+
+    const t1 = performance.now();
+    const res = await fetch(`${svc.url}/intelligence/models/fit`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': svc.adminKey },
+      body: JSON.stringify({ model: 'bg_nbd', as_of: AS_OF.toISOString() }),
+      signal: AbortSignal.timeout(600_000),
+    });
+    const seconds = (performance.now() - t1) / 1000;
+    const body = (await res.json()) as {
+      data: { params: Record<string, number>; rescored: number; customers: number };
+    };
+    if (res.status !== 200) throw new Error(`fit: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+    const fitted = body.data.params;
+    const worst = Math.max(
+      ...Object.entries(TRUTH).map(([k, v]) => Math.abs((fitted[k] ?? Number.NaN) - v) / v),
+    );
+    const rss = memoryOf(svc.pid);
+    note(
+      `fitted ${JSON.stringify(fitted)} on ${body.data.customers} customers, ${body.data.rescored} rescored; truth ${JSON.stringify(TRUTH)}`,
+    );
+    report({
+      name: `intelligence fit + score through the API, ${CUSTOMERS} synthetic customers (postgres)`,
+      value: seconds,
+      unit: 's',
+      target: '≤ 60 s',
+      pass: seconds <= 60,
+    });
+    report({
+      name: 'intelligence parameter recovery, worst relative error (postgres)',
+      value: worst * 100,
+      unit: '%',
+      target: 'info',
+    });
+    report({
+      name: 'intelligence fit + score, service peak RSS (postgres)',
+      value: rss.hwmMb,
+      unit: 'MB',
+      target: 'info',
+    });
+  } finally {
+    await svc.stop();
+  }
 }
