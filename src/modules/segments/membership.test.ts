@@ -153,13 +153,23 @@ describe('live membership of saved segments', () => {
     const before = await membersOf(db(), ids.viewers);
     expect(before.length).toBeGreaterThan(0);
     const later = new Date(Date.now() + 8 * DAY);
-    await startAgedEvaluations(db());
-    await refreshWorkspace(db(), svc.ws.id, { log: createLogger('silent'), now: () => later });
-    const { rows } = await db().query<{ profile_id: string }>(
-      `SELECT profile_id FROM segment_changes WHERE segment_id = $1 AND change = 'exited' AND at = $2`,
-      [ids.viewers, later],
-    );
-    expect(rows.map((r) => r.profile_id).sort()).toEqual(before);
+    const exitedLater = async () =>
+      (
+        await db().query<{ profile_id: string }>(
+          `SELECT profile_id FROM segment_changes WHERE segment_id = $1 AND change = 'exited' AND at = $2`,
+          [ids.viewers, later],
+        )
+      ).rows
+        .map((r) => r.profile_id)
+        .sort();
+    // The service's own job runner also walks aged segments, with today's clock: when it takes the
+    // evaluation first, nobody has aged out yet, so the walk with the later clock runs again.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await startAgedEvaluations(db());
+      await refreshWorkspace(db(), svc.ws.id, { log: createLogger('silent'), now: () => later });
+      if ((await exitedLater()).length === before.length) break;
+    }
+    expect(await exitedLater()).toEqual(before);
   });
 });
 
