@@ -56,6 +56,8 @@ describe('customer summaries in SQL', () => {
         const expected = summarizeCustomers(byCustomer, asOf);
         const rows = await readWorkspaceSummaries(db, ws.id, asOf);
         expect(rows.length).toBe(expected.size);
+        // Read three customers per statement, the workspace comes out the same.
+        expect(await readWorkspaceSummaries(db, ws.id, asOf, 3)).toEqual(rows);
         const byProfile = new Map(rows.map((r) => [r.profile_id, toSummary(r)]));
         for (const [key, summary] of expected) expectSame(byProfile.get(ids.get(key)!)!, summary);
         const some = [...ids.values()].slice(0, 2);
