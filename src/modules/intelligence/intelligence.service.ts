@@ -8,8 +8,12 @@ import { rescoreProfiles } from './rescore';
 import { fitModels, fromFitRows, type StoredFit, toFitRows, toSummary } from './scoring';
 import { readWorkspaceSummaries } from './summaries.repo';
 
-/** Profiles rescored per transaction: short transactions, short profile locks. */
-export const RESCORE_CHUNK = 1000;
+/**
+ * Profiles rescored per transaction: short transactions, short profile locks. PostgreSQL takes
+ * 5,000 (a 100k-customer fit + rescore: 20.7 s with 1,000, 10.1 s with 5,000); PGlite keeps 1,000,
+ * because an open transaction holds its only connection and every ingest waits for it.
+ */
+export const RESCORE_CHUNK = { postgres: 5000, pglite: 1000 } as const;
 
 export interface FitRequest {
   model?: PurchaseModelName | undefined;
@@ -57,13 +61,14 @@ export async function fitAndRescore(
       return true;
     });
   const ids = rows.map((r) => r.profile_id);
-  for (let i = 0; i < ids.length; i += RESCORE_CHUNK) {
-    if (!(await chunk(ids.slice(i, i + RESCORE_CHUNK)))) return { fit, rescored, escalated, complete: false };
+  const size = RESCORE_CHUNK[db.engine];
+  for (let i = 0; i < ids.length; i += size) {
+    if (!(await chunk(ids.slice(i, i + size)))) return { fit, rescored, escalated, complete: false };
   }
   // Profiles scored by an earlier fit that this one did not reach: no order by asOf (cleared), or a
   // first order committed after the summaries were read (scored now).
   for (;;) {
-    const stale = await repo.listScoredBefore(db, workspaceId, fit.fitId, RESCORE_CHUNK);
+    const stale = await repo.listScoredBefore(db, workspaceId, fit.fitId, size);
     if (stale.length === 0) break;
     if (!(await chunk(stale))) return { fit, rescored, escalated, complete: false };
   }
@@ -102,19 +107,20 @@ export async function drainDirty(
   let scored = 0;
   let refit = false;
   const settings = await readScoreSettings(settingsStore, db, workspaceId);
+  const size = RESCORE_CHUNK[db.engine];
   for (;;) {
     const step = await db.transaction(async (tx) => {
       await repo.lockWorkspaceScores(tx, workspaceId);
       const fit = fromFitRows(await repo.readCurrentFit(tx, workspaceId));
       // Never fitted: the first fit scores every customer, these included.
       if (!fit) return { n: 0, empty: true, refit: true };
-      const ids = await repo.peekDirty(tx, workspaceId, RESCORE_CHUNK);
+      const ids = await repo.peekDirty(tx, workspaceId, size);
       if (ids.length === 0) return { n: 0, empty: true, refit: false };
       const r = await rescoreProfiles(tx, workspaceId, fit, ids, new Date(), settings);
       await repo.clearDirty(tx, workspaceId, ids);
       const state = await repo.countChanges(tx, workspaceId, r.scored);
       const due = Math.max(REFIT_AFTER_CHANGES, REFIT_AFTER_SHARE * state.customers_at_fit);
-      return { n: r.scored, empty: ids.length < RESCORE_CHUNK, refit: state.changed_since_fit >= due };
+      return { n: r.scored, empty: ids.length < size, refit: state.changed_since_fit >= due };
     });
     scored += step.n;
     refit ||= step.refit;
