@@ -53,6 +53,13 @@ export async function selectMatching(
 }
 
 /**
+ * The bound of a whole-workspace statement (PostgreSQL): seconds by design on a large workspace
+ * (4 s for a nested query over 1M profiles, docs/benchmarks.md), where the default 5 s bound is
+ * there to detect a server that stopped answering and would answer 503.
+ */
+export const WHOLE_WORKSPACE_TIMEOUT_MS = 60_000;
+
+/**
  * The whole workspace at once (PostgreSQL's `calculate`): how many live profiles match, and the
  * first `limit` of them after `after` in `seq` order. The count writes event counts as one grouped
  * pass (compile.ts, strategy `set`). The page walks profiles in `seq` order and stops at `limit`
@@ -74,6 +81,7 @@ export async function countMatching(
             (SELECT greatest(reltuples, 1)::float8 FROM pg_class WHERE oid = 'profiles'::regclass) AS rows
        FROM profiles p WHERE ${live} AND (${counted.sql})`,
     [workspaceId, ...counted.params],
+    { timeoutMs: WHOLE_WORKSPACE_TIMEOUT_MS },
   );
   const { n: count, rows: estimate } = rows[0]!;
   if (count === 0) return { count, kept: [] };
@@ -83,6 +91,7 @@ export async function countMatching(
     `SELECT p.id, p.seq FROM profiles p WHERE ${live} AND p.seq > $2 AND (${paged.sql})
       ORDER BY p.seq LIMIT $3`,
     [workspaceId, page.after, page.limit, ...paged.params],
+    { timeoutMs: WHOLE_WORKSPACE_TIMEOUT_MS },
   );
   return { count, kept: kept.map((m) => ({ id: m.id, seq: Number(m.seq) })) };
 }

@@ -11,7 +11,7 @@ export {
   isDataError,
   isStorageUnavailable,
 } from './errors';
-export type { Db, Queryable, QueryResult } from './port';
+export type { Db, Queryable, QueryOptions, QueryResult } from './port';
 
 /** Opens the database the configuration names: PostgreSQL when DATABASE_URL is set, else PGlite. */
 export function openDb(

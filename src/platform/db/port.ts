@@ -12,8 +12,21 @@ export interface QueryResult<R> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  /**
+   * How long this statement may go unanswered before the call fails as "storage unavailable"
+   * (PostgreSQL; default the configured bound, 5 s). Whole-workspace analytics (a segment count over
+   * 1M profiles) take seconds by design and set a longer one. PGlite has no bound to lengthen.
+   */
+  timeoutMs?: number;
+}
+
 export interface Queryable {
-  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  query<R = Record<string, unknown>>(
+    sql: string,
+    params?: readonly unknown[],
+    options?: QueryOptions,
+  ): Promise<QueryResult<R>>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
 }

@@ -101,6 +101,13 @@ describe.skipIf(!url)('the PostgreSQL adapter when a connection dies or hangs (n
     expect(all).toHaveLength(8);
   });
 
+  it('lets a statement given a longer bound run past the default one (whole-workspace analytics)', async () => {
+    const { rows } = await db.query<{ ok: number }>('SELECT 1 AS ok FROM pg_sleep(1)', [], {
+      timeoutMs: 5000,
+    });
+    expect(rows[0]!.ok).toBe(1);
+  });
+
   it('turns JIT compilation off on its connections (it cost more than it saved: decisions.md)', async () => {
     const { rows } = await db.query<{ jit: string }>('SHOW jit');
     expect(rows[0]!.jit).toBe('off');

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { isStorageUnavailable } from './errors';
-import type { Db, Queryable, QueryResult } from './port';
+import type { Db, Queryable, QueryOptions, QueryResult } from './port';
 
 // int8 (20) and numeric (1700) as numbers: counts, sequence ids and decimal money all fit in a double.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -52,8 +52,8 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
   };
   // pg reads a per-statement `query_timeout` from the query config; its types do not declare it.
-  const timed = (text: string, values?: readonly unknown[]) =>
-    ({ text, values, query_timeout: queryTimeoutMs }) as pg.QueryConfig;
+  const timed = (text: string, values?: readonly unknown[], timeoutMs = queryTimeoutMs) =>
+    ({ text, values, query_timeout: timeoutMs }) as pg.QueryConfig;
   if (schema) {
     const admin = new pg.Client({ ...clientConfig, options: undefined });
     admin.on('error', ignoreError);
@@ -72,8 +72,13 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   // An idle client that errors (server restart) must not crash the process; the pool replaces it.
   pool.on('error', ignoreError);
 
-  const run = async <R>(q: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]) => {
-    const res = await q.query(timed(sql, params));
+  const run = async <R>(
+    q: pg.Pool | pg.PoolClient,
+    sql: string,
+    params?: readonly unknown[],
+    options?: QueryOptions,
+  ) => {
+    const res = await q.query(timed(sql, params, options?.timeoutMs));
     return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 } satisfies QueryResult<R>;
   };
 
@@ -130,7 +135,7 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
 
   return {
     engine: 'postgres',
-    query: (sql, params) => run(pool, sql, params),
+    query: (sql, params, options) => run(pool, sql, params, options),
     async exec(sql) {
       await pool.query(sql);
     },
@@ -152,9 +157,9 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
       try {
         await run(client, 'BEGIN');
         const tx: Queryable = {
-          query: async (sql, params) => {
+          query: async (sql, params, options) => {
             live();
-            return run(client, sql, params);
+            return run(client, sql, params, options);
           },
           exec: async (sql) => {
             live();
