@@ -15,6 +15,7 @@ import { registerDeadLetterRoutes } from './modules/processing/dead-letters.rout
 import { registerProfileRoutes } from './modules/profiles/profiles.routes';
 import { registerSegmentRoutes } from './modules/segments/segments.routes';
 import { registerSystemRoutes } from './modules/system/system.routes';
+import { registerWebhookRoutes } from './modules/webhooks';
 import { registerSettingsRoutes } from './modules/workspaces';
 import { registerWorkspaceRoutes } from './modules/workspaces/workspaces.routes';
 import { stacklessError } from './platform/errors';
@@ -169,6 +170,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerSegmentRoutes(app, deps);
   registerIntelligenceRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
+  registerWebhookRoutes(app, deps);
 
   return app;
 }

@@ -1,5 +1,6 @@
 import { registerIntelligenceJobs } from './modules/intelligence';
 import { registerSegmentJobs } from './modules/segments';
+import { registerWebhookJobs } from './modules/webhooks';
 import { createJobRunner, pruneJobsTask, registerMaintenance } from './platform/jobs';
 import type { WorkerModule } from './worker';
 
@@ -10,7 +11,7 @@ const JOBS_DRAIN_MS = 10_000;
  * The shared job runner (platform/jobs) of a worker process: the queues of webhook deliveries,
  * segment refreshes and model fits register here as those capabilities land: today the segment
  * membership refreshes (modules/segments), the model fits and per-order rescoring
- * (modules/intelligence) and the maintenance schedule (pruning finished jobs and vacuuming their table).
+ * (modules/intelligence), the webhook fan-out and deliveries (modules/webhooks) and the maintenance schedule (pruning finished jobs and vacuuming their table).
  */
 export const jobsWorker: WorkerModule = {
   name: 'jobs',
@@ -19,6 +20,7 @@ export const jobsWorker: WorkerModule = {
     await registerMaintenance(runner, pruneJobsTask());
     await registerSegmentJobs(runner, { log: deps.log });
     await registerIntelligenceJobs(runner, { log: deps.log, settings: deps.settings });
+    await registerWebhookJobs(runner, { log: deps.log, allowPrivate: deps.config.allowPrivateWebhooks });
     runner.start();
     return async () => {
       const { finished, released } = await runner.stop({ drainMs: JOBS_DRAIN_MS });

@@ -134,7 +134,38 @@ const LISTINGS: Record<string, Seeder> = {
     const { a, b } = await seedSegments(ws);
     return { url: `/tenant/segments/${a}/changes`, sibling: `/tenant/segments/${b}/changes` };
   },
+  'GET /tenant/webhooks': async (ws) => {
+    await seedWebhooks(ws);
+    return { url: '/tenant/webhooks' };
+  },
+  'GET /tenant/webhooks/:id/deliveries': async (ws) => {
+    const [a, b] = await seedWebhooks(ws);
+    // Deliveries written directly: three for one subscription, one for its sibling.
+    for (const [hook, n] of [
+      [a, 3],
+      [b, 1],
+    ] as const) {
+      for (let i = 0; i < n; i++) {
+        await svc.rt.deps.db.query(
+          `INSERT INTO webhook_deliveries (id, workspace_id, subscription_id, event_id, event_type, body)
+           VALUES ($1, $2, $3, $4, 'profile.created', '{}'::jsonb)`,
+          [`dlv_${randomUUID()}`, ws.id, hook, `evt_${randomUUID()}`],
+        );
+      }
+    }
+    return { url: `/tenant/webhooks/${a}/deliveries`, sibling: `/tenant/webhooks/${b}/deliveries` };
+  },
 };
+
+/** Three webhook subscriptions to a public address literal (no DNS, no private-URL setting needed). */
+async function seedWebhooks(ws: TestWorkspace): Promise<string[]> {
+  const ids: string[] = [];
+  for (const i of [1, 2, 3]) {
+    const body = { url: `https://93.184.215.14/hook-${i}`, events: ['profile.created'] };
+    ids.push(dataOf(await svc.call('POST', '/tenant/webhooks', { ...as(ws), body })).id);
+  }
+  return ids;
+}
 
 /** Three segments with the same three members (and so three entries each), once membership settled. */
 async function seedSegments(ws: TestWorkspace): Promise<{ a: string; b: string; profile: string }> {

@@ -148,4 +148,49 @@ export const FIXTURES: Record<string, Fixture> = {
     const list = await svc.call('GET', '/tenant/dead-letters', { key: other.adminKey });
     return { url: `/tenant/dead-letters/${created(list)[0].id}/retry` };
   },
+  ...Object.fromEntries(
+    ['GET', 'PATCH', 'DELETE'].map((method) => [
+      `${method} /tenant/webhooks/:id`,
+      async ({ svc, other }: FixtureContext): Promise<FixtureRequest> => {
+        const hook = await matrixWebhook(svc, other);
+        return {
+          url: `/tenant/webhooks/${hook.id}`,
+          ...(method === 'PATCH' ? { body: { enabled: false } } : {}),
+        };
+      },
+    ]),
+  ),
+  'GET /tenant/webhooks/:id/deliveries': async ({ svc, other }) => {
+    const hook = await matrixWebhook(svc, other);
+    return { url: `/tenant/webhooks/${hook.id}/deliveries` };
+  },
+  'GET /tenant/webhooks/:id/deliveries/:delivery_id': async ({ svc, other }) => {
+    const { hook, delivery } = await matrixDelivery(svc, other);
+    return { url: `/tenant/webhooks/${hook}/deliveries/${delivery}` };
+  },
+  'POST /tenant/webhooks/:id/deliveries/:delivery_id/redeliver': async ({ svc, other }) => {
+    const { hook, delivery } = await matrixDelivery(svc, other);
+    return { url: `/tenant/webhooks/${hook}/deliveries/${delivery}/redeliver` };
+  },
 };
+
+/** A subscription in `other` to a public address literal (no DNS lookup, no private-URL flag needed). */
+async function matrixWebhook(svc: TestService, other: TestWorkspace) {
+  const res = await svc.call('POST', '/tenant/webhooks', {
+    key: other.adminKey,
+    body: { url: 'https://93.184.215.14/matrix', events: ['profile.created'] },
+  });
+  return created(res);
+}
+
+/** A delivery of a subscription in `other`, written directly (no fact or receiver needed). */
+async function matrixDelivery(svc: TestService, other: TestWorkspace) {
+  const hook = (await matrixWebhook(svc, other)).id as string;
+  const delivery = `dlv_matrix${randomUUID().replaceAll('-', '')}`;
+  await svc.rt.deps.db.query(
+    `INSERT INTO webhook_deliveries (id, workspace_id, subscription_id, event_id, event_type, body, status)
+     VALUES ($1, $2, $3, 'evt_matrix', 'profile.created', '{}'::jsonb, 'dead')`,
+    [delivery, other.id, hook],
+  );
+  return { hook, delivery };
+}

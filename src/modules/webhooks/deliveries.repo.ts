@@ -1,0 +1,135 @@
+import type { Queryable } from '../../platform/db';
+
+/** SQL of deliveries and their attempts (webhook_deliveries, webhook_attempts). */
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'dead';
+
+export interface DeliveryRow {
+  id: string;
+  seq: number;
+  workspace_id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  body: Record<string, unknown>;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  last_attempt_at: Date | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+}
+
+export interface NewDelivery {
+  id: string;
+  workspace_id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  body: Record<string, unknown>;
+}
+
+/** Inserts deliveries; one already recorded for its (subscription, fact) is skipped. Returns the new ids. */
+export async function insertDeliveries(q: Queryable, rows: readonly NewDelivery[]): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const { rows: out } = await q.query<{ id: string }>(
+    `INSERT INTO webhook_deliveries (id, workspace_id, subscription_id, event_id, event_type, body, next_attempt_at)
+     SELECT id, workspace_id, subscription_id, event_id, event_type, body, now()
+       FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (id text, workspace_id uuid, subscription_id text,
+            event_id text, event_type text, body jsonb)) WITH ORDINALITY AS r(id, workspace_id, subscription_id,
+            event_id, event_type, body, n)
+      ORDER BY n
+     ON CONFLICT (subscription_id, event_id) DO NOTHING RETURNING id`,
+    [JSON.stringify(rows)],
+  );
+  return out.map((r) => r.id);
+}
+
+export async function getDelivery(q: Queryable, id: string): Promise<DeliveryRow | null> {
+  const { rows } = await q.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = $1', [id]);
+  return rows[0] ?? null;
+}
+
+export async function getDeliveryOf(
+  q: Queryable,
+  workspaceId: string,
+  subscriptionId: string,
+  id: string,
+): Promise<DeliveryRow | null> {
+  const { rows } = await q.query<DeliveryRow>(
+    'SELECT * FROM webhook_deliveries WHERE workspace_id = $1 AND subscription_id = $2 AND id = $3',
+    [workspaceId, subscriptionId, id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Newest first: what an admin looking at a failing endpoint wants to see. */
+export async function listDeliveries(
+  q: Queryable,
+  subscriptionId: string,
+  beforeSeq: number | null,
+  limit: number,
+): Promise<DeliveryRow[]> {
+  const { rows } = await q.query<DeliveryRow>(
+    `SELECT * FROM webhook_deliveries WHERE subscription_id = $1 AND ($2::bigint IS NULL OR seq < $2)
+     ORDER BY seq DESC LIMIT $3`,
+    [subscriptionId, beforeSeq, limit],
+  );
+  return rows;
+}
+
+export interface AttemptResult {
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  status: DeliveryStatus;
+  /** null when no further automatic attempt is planned. */
+  nextAttemptInMs: number | null;
+}
+
+/** Records attempt number `n` and the delivery's new state, in one transaction with the next job. */
+export async function recordAttempt(q: Queryable, id: string, n: number, r: AttemptResult): Promise<void> {
+  await q.query(
+    `INSERT INTO webhook_attempts (delivery_id, n, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (delivery_id, n) DO NOTHING`,
+    [id, n, r.statusCode, r.error, r.durationMs],
+  );
+  await q.query(
+    `UPDATE webhook_deliveries SET attempts = $2, status = $3, last_status_code = $4, last_error = $5,
+       last_attempt_at = now(),
+       next_attempt_at = CASE WHEN $6::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $6::float8 / 1000) END
+     WHERE id = $1`,
+    [id, n, r.status, r.statusCode, r.error, r.nextAttemptInMs],
+  );
+}
+
+/** Puts a delivery back in line for a manual re-send. */
+export async function markPending(q: Queryable, id: string): Promise<void> {
+  await q.query(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() WHERE id = $1`, [
+    id,
+  ]);
+}
+
+export async function markFailed(q: Queryable, id: string, error: string): Promise<void> {
+  await q.query(
+    `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, next_attempt_at = NULL WHERE id = $1`,
+    [id, error],
+  );
+}
+
+export interface AttemptRow {
+  n: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  attempted_at: Date;
+}
+
+export async function listAttempts(q: Queryable, deliveryId: string): Promise<AttemptRow[]> {
+  const { rows } = await q.query<AttemptRow>(
+    'SELECT n, status_code, error, duration_ms, attempted_at FROM webhook_attempts WHERE delivery_id = $1 ORDER BY n',
+    [deliveryId],
+  );
+  return rows;
+}

@@ -1,0 +1,9 @@
+/**
+ * The webhooks module's public API. Tables: webhook_subscriptions, webhook_cursors,
+ * webhook_deliveries, webhook_attempts. Facts come from the outbox (read past a per-workspace
+ * cursor), go out signed, and are retried by the job runner until delivered or dead.
+ */
+
+export { webhookPolicy } from './policy';
+export { registerWebhookJobs, type WebhookJobOptions } from './webhooks.jobs';
+export { registerWebhookRoutes } from './webhooks.routes';

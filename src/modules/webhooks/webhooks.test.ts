@@ -1,0 +1,229 @@
+import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService, type TestWorkspace } from '../../../test/harness';
+import { webhookPolicy } from './policy';
+import {
+  type Receiver,
+  startReceiver,
+  verifyServiceSignature,
+  verifyStandardWebhook,
+} from './webhooks.test-kit';
+
+// Short retries and a fast fan-out, set before the service registers its queues.
+webhookPolicy.backoff = { baseMs: 50, capMs: 200 };
+webhookPolicy.fanoutEvery = 'every 1s';
+webhookPolicy.settleMs = 0;
+
+let svc: TestService;
+let rx: Receiver;
+
+beforeAll(async () => {
+  [svc, rx] = await Promise.all([startTestService({ CDP_ALLOW_PRIVATE_WEBHOOKS: '1' }), startReceiver()]);
+});
+
+afterAll(async () => {
+  await Promise.all([svc?.close(), rx?.close()]);
+});
+
+async function subscribe(ws: TestWorkspace, path: string, extra: Record<string, unknown> = {}) {
+  const res = await svc.call('POST', '/tenant/webhooks', {
+    key: ws.adminKey,
+    body: { url: `${rx.url}${path}`, events: ['profile.created'], ...extra },
+  });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data as { id: string; secret: string; enabled: boolean };
+}
+
+/** An identify through the real ingest API: the worker creates a profile, which is a profile.created fact. */
+async function identify(ws: TestWorkspace) {
+  const res = await svc.call('POST', '/api/ingest', {
+    key: ws.adminKey,
+    body: {
+      event_type: 'identify',
+      event_name: 'Signed in',
+      anonymous_id: randomUUID(),
+      identity: `${randomUUID()}@shop.test`,
+    },
+  });
+  expect(res.status, res.text).toBe(202);
+}
+
+async function deliveriesOf(ws: TestWorkspace, hookId: string) {
+  const res = await svc.call('GET', `/tenant/webhooks/${hookId}/deliveries`, { key: ws.adminKey });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data as Array<Record<string, unknown>>;
+}
+
+async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error(`condition not met in time: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('webhook subscriptions', () => {
+  it('generates a whsec_ secret that admins can read back, and lists, patches and deletes', async () => {
+    const ws = await svc.newWorkspace();
+    const hook = await subscribe(ws, '/crud');
+    expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(
+      (await svc.call('GET', `/tenant/webhooks/${hook.id}`, { key: ws.adminKey })).body.data.secret,
+    ).toBe(hook.secret);
+    const list = await svc.call('GET', '/tenant/webhooks', { key: ws.adminKey });
+    expect(list.body.data.map((h: { id: string }) => h.id)).toEqual([hook.id]);
+    const patched = await svc.call('PATCH', `/tenant/webhooks/${hook.id}`, {
+      key: ws.adminKey,
+      body: { events: ['order.completed', 'profile.merged'] },
+    });
+    expect(patched.body.data.events).toEqual(['order.completed', 'profile.merged']);
+    expect((await svc.call('DELETE', `/tenant/webhooks/${hook.id}`, { key: ws.adminKey })).status).toBe(200);
+    expect((await svc.call('GET', `/tenant/webhooks/${hook.id}`, { key: ws.adminKey })).status).toBe(404);
+  });
+
+  it('refuses non-admin keys, unknown event kinds and malformed whsec_ secrets', async () => {
+    const ws = await svc.newWorkspace();
+    const editor = await ws.key(['editor']);
+    const body = { url: `${rx.url}/x`, events: ['profile.created'] };
+    expect((await svc.call('POST', '/tenant/webhooks', { key: editor, body })).status).toBe(403);
+    const bad = { ...body, events: ['profile.deleted'] };
+    expect((await svc.call('POST', '/tenant/webhooks', { key: ws.adminKey, body: bad })).status).toBe(400);
+    const secret = { ...body, secret: 'whsec_not*base64*at*all' };
+    expect((await svc.call('POST', '/tenant/webhooks', { key: ws.adminKey, body: secret })).status).toBe(400);
+  });
+});
+
+describe('webhook deliveries', () => {
+  it('delivers profile.created for an ingested identify, signed so both schemes verify', async () => {
+    const ws = await svc.newWorkspace();
+    const hook = await subscribe(ws, '/created');
+    await identify(ws);
+    const [got] = await rx.waitFor('/created', 1);
+    const body = JSON.parse(got!.body);
+    expect(body).toMatchObject({ type: 'profile.created', workspace_id: ws.id });
+    expect(body.id).toMatch(/^evt_/);
+    expect(new Date(body.created_at).toISOString()).toBe(body.created_at);
+    expect(body.data).toBeTypeOf('object');
+    expect(got!.headers['x-service-event']).toBe('profile.created');
+    expect(got!.headers['x-service-delivery']).toBe(got!.headers['webhook-id']);
+    expect(verifyServiceSignature(hook.secret, got!)).toBe(true);
+    expect(verifyStandardWebhook(hook.secret, got!)).toBe(true);
+    // The standardwebhooks library itself, given the same secret, accepts it (and throws otherwise).
+    const headers = Object.fromEntries(Object.entries(got!.headers).map(([k, v]) => [k, String(v)]));
+    expect(new Webhook(hook.secret).verify(got!.body, headers)).toEqual(body);
+    expect(verifyServiceSignature(`${hook.secret}x`, got!)).toBe(false);
+    const [d] = await until(
+      () => deliveriesOf(ws, hook.id),
+      (l) => l[0]?.status === 'delivered',
+    );
+    expect(d).toMatchObject({ attempts: 1, last_status_code: 200, event_id: body.id, next_attempt_at: null });
+  });
+
+  it('retries a receiver that fails three times and ends delivered after four attempts', async () => {
+    const ws = await svc.newWorkspace();
+    rx.script('/flaky', [{ status: 500 }, { status: 502 }, { status: 503 }]);
+    const hook = await subscribe(ws, '/flaky');
+    await identify(ws);
+    const [d] = await until(
+      () => deliveriesOf(ws, hook.id),
+      (l) => l[0]?.status === 'delivered',
+    );
+    expect(d).toMatchObject({ attempts: 4, last_status_code: 200 });
+    const attempts = await svc.call('GET', `/tenant/webhooks/${hook.id}/deliveries/${d!.id}`, {
+      key: ws.adminKey,
+    });
+    expect(attempts.body.data.map((a: { status_code: number }) => a.status_code)).toEqual([
+      500, 502, 503, 200,
+    ]);
+    expect(attempts.body.data[0].error).toBe('HTTP 500');
+    // Every attempt of one delivery carries the same delivery id (receivers deduplicate on it).
+    const sent = await rx.waitFor('/flaky', 4);
+    expect(new Set(sent.map((r) => r.headers['x-service-delivery']))).toEqual(new Set([d!.id]));
+  });
+
+  it('waits as long as a Retry-After answer asks before trying again', async () => {
+    const ws = await svc.newWorkspace();
+    rx.script('/later', [{ status: 429, headers: { 'retry-after': '2' } }]);
+    const hook = await subscribe(ws, '/later');
+    await identify(ws);
+    await rx.waitFor('/later', 2);
+    const times = await until(
+      () => svc.call('GET', `/tenant/webhooks/${hook.id}/deliveries`, { key: ws.adminKey }),
+      (r) => r.body.data[0]?.status === 'delivered',
+    );
+    const attempts = await svc.call(
+      'GET',
+      `/tenant/webhooks/${hook.id}/deliveries/${times.body.data[0].id}`,
+      {
+        key: ws.adminKey,
+      },
+    );
+    const [first, second] = attempts.body.data as Array<{ attempted_at: string }>;
+    expect(Date.parse(second!.attempted_at) - Date.parse(first!.attempted_at)).toBeGreaterThanOrEqual(1_900);
+  });
+
+  it('disables the subscription when the receiver answers 410 Gone', async () => {
+    const ws = await svc.newWorkspace();
+    rx.script('/gone', [{ status: 410 }]);
+    const hook = await subscribe(ws, '/gone');
+    await identify(ws);
+    const [d] = await until(
+      () => deliveriesOf(ws, hook.id),
+      (l) => l[0]?.status === 'failed',
+    );
+    expect(d).toMatchObject({ attempts: 1, last_status_code: 410 });
+    const after = await svc.call('GET', `/tenant/webhooks/${hook.id}`, { key: ws.adminKey });
+    expect(after.body.data).toMatchObject({
+      enabled: false,
+      disabled_reason: 'the receiver answered 410 Gone',
+    });
+  });
+
+  it('re-sends a delivered delivery on request, as a new attempt with the same delivery id', async () => {
+    const ws = await svc.newWorkspace();
+    const hook = await subscribe(ws, '/again');
+    await identify(ws);
+    const [d] = await until(
+      () => deliveriesOf(ws, hook.id),
+      (l) => l[0]?.status === 'delivered',
+    );
+    const res = await svc.call('POST', `/tenant/webhooks/${hook.id}/deliveries/${d!.id}/redeliver`, {
+      key: ws.adminKey,
+    });
+    expect(res.status, res.text).toBe(200);
+    const sent = await rx.waitFor('/again', 2);
+    expect(sent[1]!.headers['x-service-delivery']).toBe(d!.id);
+    expect(sent[1]!.body).toBe(sent[0]!.body);
+    await until(
+      () => deliveriesOf(ws, hook.id),
+      (l) => l[0]?.status === 'delivered' && l[0]?.attempts === 2,
+    );
+  });
+  it('dead-letters a delivery whose attempts are used up, and a re-send of it can still succeed', async () => {
+    const ws = await svc.newWorkspace();
+    const saved = webhookPolicy.maxAttempts;
+    webhookPolicy.maxAttempts = 3;
+    try {
+      rx.script('/dead', [{ status: 500 }, { status: 500 }, { status: 500 }]);
+      const hook = await subscribe(ws, '/dead');
+      await identify(ws);
+      const [d] = await until(
+        () => deliveriesOf(ws, hook.id),
+        (l) => l[0]?.status === 'dead',
+      );
+      expect(d).toMatchObject({ attempts: 3, last_status_code: 500, next_attempt_at: null });
+      await svc.call('POST', `/tenant/webhooks/${hook.id}/deliveries/${d!.id}/redeliver`, {
+        key: ws.adminKey,
+      });
+      await until(
+        () => deliveriesOf(ws, hook.id),
+        (l) => l[0]?.status === 'delivered' && l[0]?.attempts === 4,
+      );
+    } finally {
+      webhookPolicy.maxAttempts = saved;
+    }
+  });
+});
