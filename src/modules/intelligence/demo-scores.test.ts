@@ -3,24 +3,14 @@ import { startTestService, type TestService } from '../../../test/harness';
 import { loadDemoDataset } from '../demo/demo.service';
 import { waitProcessed } from '../processing/processing.test-kit';
 import { waitRescored } from './intelligence.test-kit';
+import { RFM_SEGMENTS } from './models';
 
 /**
  * The demo workspace (`cdp demo`) as an analyst opens it: every customer with a completed order
  * carries an RFM label, a CLV and a churn risk, the others none, and the labels mean what they say.
  */
-const LABELS = [
-  'champions',
-  'loyal',
-  'potential_loyalist',
-  'new_customer',
-  'promising',
-  'need_attention',
-  'about_to_sleep',
-  'at_risk',
-  'cannot_lose',
-  'hibernating',
-  'lost',
-];
+// The contract's labels (§5), as the RFM table defines them.
+const LABELS: readonly (string | null)[] = RFM_SEGMENTS;
 
 let svc: TestService;
 beforeAll(async () => {
