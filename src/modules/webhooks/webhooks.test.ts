@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService, type TestWorkspace } from '../../../test/harness';
+import { waitProcessed } from '../processing/processing.test-kit';
 import { webhookPolicy } from './policy';
 import {
   type Receiver,
@@ -121,6 +122,56 @@ describe('webhook deliveries', () => {
     );
     expect(d).toMatchObject({ attempts: 1, last_status_code: 200, event_id: body.id, next_attempt_at: null });
   });
+
+  it('delivers order.completed, profile.merged and churn.risk_escalated from the flows that cause them', async () => {
+    const ws = await svc.newWorkspace();
+    const hook = await subscribe(ws, '/kinds', {
+      events: ['order.completed', 'profile.merged', 'churn.risk_escalated'],
+    });
+    const send = async (body: Record<string, unknown>) =>
+      expect((await svc.call('POST', '/api/ingest', { key: ws.adminKey, body })).status).toBe(202);
+    const order = (identity: string, daysAgo: number) =>
+      send({
+        event_type: 'order',
+        event_name: 'Order Completed',
+        identity,
+        timestamp: new Date(Date.now() - daysAgo * 86_400_000).toISOString(),
+        payload: { order_id: `o-${randomUUID()}`, total: 40, status: 'completed' },
+      });
+    // Two orders a year ago: order.completed twice, and a churn risk past the threshold once fitted.
+    await order('lapsed@shop.test', 400);
+    await order('lapsed@shop.test', 390);
+    // Two people the API merges: profile.merged.
+    await send({ event_type: 'identify', event_name: 'Signed in', identity: 'one@shop.test' });
+    await send({ event_type: 'identify', event_name: 'Signed in', identity: 'two@shop.test' });
+    await waitProcessed(svc.rt.deps.db);
+    const idOf = async (identity: string) =>
+      (await svc.call('GET', `/tenant/profiles?identity=${identity}`, { key: ws.adminKey })).body.data[0].id;
+    const merged = await svc.call('POST', '/identity/merge', {
+      key: ws.adminKey,
+      body: {
+        primary_profile_id: await idOf('one@shop.test'),
+        secondary_profile_ids: [await idOf('two@shop.test')],
+      },
+    });
+    expect(merged.status, merged.text).toBe(200);
+    const fit = await svc.call('POST', '/intelligence/models/fit', { key: ws.adminKey, body: {} });
+    expect(fit.status, fit.text).toBe(200);
+
+    const got = await until(
+      async () => rx.received.filter((r) => r.path === '/kinds'),
+      (l) => new Set(l.map((r) => JSON.parse(r.body).type)).size === 3 && l.length >= 4,
+      30_000,
+    );
+    const types = got.map((r) => JSON.parse(r.body).type).sort();
+    expect(types).toEqual(['churn.risk_escalated', 'order.completed', 'order.completed', 'profile.merged']);
+    for (const r of got) {
+      expect(verifyServiceSignature(hook.secret, r)).toBe(true);
+      expect(r.headers['x-service-event']).toBe(JSON.parse(r.body).type);
+    }
+    const mergedBody = JSON.parse(got.find((r) => JSON.parse(r.body).type === 'profile.merged')!.body);
+    expect(mergedBody.data).toMatchObject({ primary_profile_id: await idOf('one@shop.test') });
+  }, 60_000);
 
   it('retries a receiver that fails three times and ends delivered after four attempts', async () => {
     const ws = await svc.newWorkspace();
