@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService, type TestWorkspace } from '../../../test/harness';
@@ -193,6 +195,40 @@ describe('webhook deliveries', () => {
     // Every attempt of one delivery carries the same delivery id (receivers deduplicate on it).
     const sent = await rx.waitFor('/flaky', 4);
     expect(new Set(sent.map((r) => r.headers['x-service-delivery']))).toEqual(new Set([d!.id]));
+  });
+
+  it('gives up on a receiver that hangs past the timeout, and delivers on the next attempt', async () => {
+    const ws = await svc.newWorkspace();
+    // A receiver that never answers its first request and answers 200 to the next.
+    let seen = 0;
+    const hanging = http.createServer((_req, res) => {
+      if (seen++ > 0) res.writeHead(200).end('ok');
+    });
+    await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
+    const { port } = hanging.address() as AddressInfo;
+    const timeoutMs = webhookPolicy.timeoutMs;
+    webhookPolicy.timeoutMs = 500; // read at every attempt
+    try {
+      const res = await svc.call('POST', '/tenant/webhooks', {
+        key: ws.adminKey,
+        body: { url: `http://127.0.0.1:${port}/hang`, events: ['profile.created'] },
+      });
+      expect(res.status, res.text).toBe(200);
+      await identify(ws);
+      const [d] = await until(
+        () => deliveriesOf(ws, res.body.data.id),
+        (l) => l[0]?.status === 'delivered',
+      );
+      expect(d).toMatchObject({ attempts: 2, last_status_code: 200 });
+      const attempts = await svc.call('GET', `/tenant/webhooks/${res.body.data.id}/deliveries/${d!.id}`, {
+        key: ws.adminKey,
+      });
+      expect(attempts.body.data[0]).toMatchObject({ status_code: null, error: 'timeout after 500 ms' });
+    } finally {
+      webhookPolicy.timeoutMs = timeoutMs;
+      hanging.closeAllConnections();
+      await new Promise((r) => hanging.close(r));
+    }
   });
 
   it('waits as long as a Retry-After answer asks before trying again', async () => {
