@@ -15,6 +15,7 @@
  * tick however many processes run; a storage outage is waited out and never counts as a failure.
  */
 export { type BackoffPolicy, backoffCeilingMs, backoffMs, DEFAULT_BACKOFF } from './backoff';
+export { type WorkspaceDrain, workspaceDrain } from './drain';
 export {
   DEFAULT_MAX_ATTEMPTS,
   enqueue,
@@ -41,6 +42,7 @@ export {
   type JobHandler,
   type JobRunner,
   type JobRunnerDeps,
+  MAX_CONCURRENCY,
   MAX_TIMEOUT_MS,
   MIN_TIMEOUT_MS,
   type QueueOptions,

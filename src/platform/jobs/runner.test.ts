@@ -221,4 +221,58 @@ describe('the job runner', () => {
       [q]: { queued: 4, running: 0, succeeded: 0, dead: 1 },
     });
   });
+
+  it('runs a queue with slots of its own while long jobs fill the shared ones', async () => {
+    const [slow, quick] = [queue(), queue()];
+    const r = runner({ concurrency: 2 });
+    let release!: () => void;
+    const held = new Promise<void>((res) => {
+      release = res;
+    });
+    let slowRunning = 0;
+    r.register(slow, async () => {
+      slowRunning++;
+      await held;
+    });
+    const quickDone: number[] = [];
+    r.register(
+      quick,
+      async () => {
+        quickDone.push(Date.now());
+      },
+      { concurrency: 3 },
+    );
+    for (let i = 0; i < 4; i++) await enqueue(db, { queue: slow });
+    r.start();
+    await waitFor(() => slowRunning === 2);
+    for (let i = 0; i < 5; i++) await enqueue(db, { queue: quick });
+    // A handler's return comes a moment before its job leaves flight (marked succeeded), so wait
+    // for both rather than read `active` in between.
+    await waitFor(() => quickDone.length === 5 && r.active === 2);
+    // The shared slots stayed with the two long jobs; the other two are still waiting for them.
+    expect(slowRunning).toBe(2);
+    release();
+    await waitFor(() => slowRunning === 4);
+  });
+
+  it('refuses slots of its own outside 1 to 256', () => {
+    const r = runner();
+    expect(() => r.register(queue(), async () => {}, { concurrency: 0 })).toThrow(RangeError);
+    expect(() => r.register(queue(), async () => {}, { concurrency: 257 })).toThrow(RangeError);
+    expect(() => r.register(queue(), async () => {}, { concurrency: 1.5 })).toThrow(RangeError);
+  });
+
+  it('claims at once when woken instead of waiting for its next poll', async () => {
+    const q = queue();
+    const r = runner({ pollMs: 60_000 });
+    const ran: string[] = [];
+    r.register(q, async (_p, { job }) => {
+      ran.push(job.id);
+    });
+    r.start();
+    await sleep(100); // the first (empty) claim is done; the next poll is a minute away
+    const { id } = await enqueue(db, { queue: q });
+    r.wake();
+    await waitFor(() => ran.includes(id), 5_000);
+  });
 });

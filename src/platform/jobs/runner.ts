@@ -18,6 +18,9 @@ interface Running {
 
 export const MIN_TIMEOUT_MS = 100;
 export const MAX_TIMEOUT_MS = 3_600_000;
+/** Most slots a queue of its own may have in one process. */
+export const MAX_CONCURRENCY = 256;
+const SHARED_POOL = 'shared';
 
 export function createJobRunner(deps: JobRunnerDeps): JobRunner {
   const { db } = deps;
@@ -28,20 +31,34 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
   const graceMs = deps.leaseGraceMs ?? 5_000;
   const outagePolicy = { baseMs: Math.min(pollMs, 1_000) * 2, capMs: deps.outageCapMs ?? 30_000 };
   const runnerId = randomBytes(6).toString('hex');
-  const queues = new Map<string, { handler: JobHandler; timeoutMs: number; backoff: BackoffPolicy }>();
+  const queues = new Map<
+    string,
+    { handler: JobHandler; timeoutMs: number; backoff: BackoffPolicy; pool: string }
+  >();
+  /** Slots per pool: the shared one (every queue without a concurrency of its own) and one per such queue. */
+  const pools = new Map<string, { limit: number; running: number }>([
+    [SHARED_POOL, { limit: concurrency, running: 0 }],
+  ]);
   const scheduleNames = new Set<string>();
   const inflight = new Map<string, Running>();
   let claimSeq = 0;
   let state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   let loopDone: Promise<void> = Promise.resolve();
   let wakeUp: (() => void) | null = null;
+  /** A wake() that came while the loop was not paused: the next pause returns at once. */
+  let woken = false;
 
   const pause = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (woken) {
+        woken = false;
+        return resolve();
+      }
       const t = setTimeout(done, ms);
       function done() {
         clearTimeout(t);
         wakeUp = null;
+        woken = false;
         resolve();
       }
       wakeUp = done;
@@ -56,19 +73,23 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
           nextScheduleAt = Date.now() + scheduleEveryMs;
           await materializeDueSchedules(db, [...scheduleNames]);
         }
-        const free = concurrency - inflight.size;
-        let claimed: Job[] = [];
-        if (free > 0 && queues.size > 0) {
+        // One claim per pool with a free slot; each pool's queues compete only among themselves, so
+        // a queue with slots of its own (webhook attempts) never waits behind long jobs elsewhere.
+        let more = false;
+        for (const [name, pool] of pools) {
+          const free = pool.limit - pool.running;
+          const members = [...queues].filter(([, q]) => q.pool === name);
+          if (free <= 0 || members.length === 0) continue;
           const token = `${runnerId}.${++claimSeq}`;
-          const leases = [...queues].map(([queue, q]) => ({ queue, leaseMs: q.timeoutMs + graceMs }));
-          claimed = await claimJobs(db, token, leases, free);
+          const leases = members.map(([queue, q]) => ({ queue, leaseMs: q.timeoutMs + graceMs }));
+          const claimed = await claimJobs(db, token, leases, free);
           for (const job of claimed) startJob(job, token);
+          // A full batch may mean more is due, and short jobs may have freed slots meanwhile.
+          if (claimed.length === free && pool.running < pool.limit) more = true;
         }
         failures = 0;
-        // A full batch may mean more is due: claim again at once (unless every slot is taken).
-        if (claimed.length === 0 || claimed.length < free || inflight.size >= concurrency) {
-          await pause(pollMs);
-        }
+        // A pool that filled up wakes the loop when one of its jobs ends (startJob).
+        if (!more) await pause(pollMs);
       } catch (err) {
         failures++;
         const unavailable = isStorageUnavailable(err);
@@ -84,11 +105,18 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
   function startJob(job: Job, token: string): void {
     const r: Running = { job, token, abort: new AbortController(), done: Promise.resolve(), released: false };
     inflight.set(job.id, r);
+    const pool = pools.get(queues.get(job.queue)!.pool)!;
+    pool.running++;
     r.done = runJob(r)
       .catch((err: unknown) => log.error({ err, job_id: job.id }, 'jobs: bookkeeping failed'))
       .finally(() => {
         inflight.delete(job.id);
-        if (inflight.size === concurrency - 1) wakeUp?.();
+        // A slot of a full pool came free: claim at once rather than after the poll interval (if
+        // the loop is claiming right now, its next pause returns at once).
+        if (pool.running-- === pool.limit) {
+          woken = true;
+          wakeUp?.();
+        }
       });
   }
 
@@ -163,10 +191,25 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
       if (!(timeoutMs >= MIN_TIMEOUT_MS && timeoutMs <= MAX_TIMEOUT_MS)) {
         throw new RangeError(`timeoutMs must be from ${MIN_TIMEOUT_MS} to ${MAX_TIMEOUT_MS}`);
       }
+      let pool = SHARED_POOL;
+      if (opts.concurrency !== undefined) {
+        if (
+          !(
+            Number.isInteger(opts.concurrency) &&
+            opts.concurrency >= 1 &&
+            opts.concurrency <= MAX_CONCURRENCY
+          )
+        ) {
+          throw new RangeError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}`);
+        }
+        pool = `queue:${queue}`;
+        pools.set(pool, { limit: opts.concurrency, running: 0 });
+      }
       queues.set(queue, {
         handler: handler as JobHandler,
         timeoutMs,
         backoff: opts.backoff ?? DEFAULT_BACKOFF,
+        pool,
       });
     },
     async schedule(name, spec, queue, payload = {}) {
@@ -212,6 +255,10 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
       }
       state = 'stopped';
       return { finished: running.length - left.length, released };
+    },
+    wake() {
+      woken = true;
+      wakeUp?.();
     },
     get active() {
       return inflight.size;

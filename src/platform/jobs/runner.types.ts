@@ -19,12 +19,18 @@ export interface QueueOptions {
   /** Per attempt, 100 ms – 1 h, default 30 s. */
   timeoutMs?: number;
   backoff?: BackoffPolicy;
+  /**
+   * Slots of its own: at most this many of the queue's jobs run at once in this process, beside
+   * (not out of) the runner's shared `concurrency`. For many short waiting jobs (webhook attempts)
+   * that must not queue behind long ones (fits, refreshes), nor take all their slots. 1–256.
+   */
+  concurrency?: number;
 }
 
 export interface JobRunnerDeps {
   db: Db;
   log?: Logger;
-  /** Jobs run at once by this process, over all its queues (default 4). */
+  /** Jobs run at once by this process, over all its queues without slots of their own (default 4). */
   concurrency?: number;
   /** Wait between claims when nothing was due (default 500 ms). */
   pollMs?: number;
@@ -41,6 +47,8 @@ export interface JobRunner {
   /** Persists a recurring job (spec: see schedule.ts) and lets this process enqueue its ticks. */
   schedule(name: string, spec: string, queue: string, payload?: unknown): Promise<void>;
   start(): void;
+  /** Claims at once instead of at the next poll: call after enqueueing work this process should pick up. */
+  wake(): void;
   /** Stops claiming, waits up to drainMs (default 10 s) for running jobs, then gives the rest back. */
   stop(opts?: { drainMs?: number }): Promise<{ finished: number; released: number }>;
   /** Jobs running in this process now. */
