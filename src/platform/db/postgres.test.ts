@@ -140,3 +140,23 @@ describe.skipIf(!url)('the PostgreSQL adapter when a connection dies or hangs (n
     expect(got).toEqual(['back']);
   });
 });
+
+describe.skipIf(!url)(
+  'the PostgreSQL adapter when several processes start at once (needs DATABASE_URL)',
+  () => {
+    it('opens the same new schema from many connections at the same moment', async () => {
+      // Each races CREATE SCHEMA IF NOT EXISTS; the losers used to fail on the catalog's unique index.
+      const schema = freshSchemaName();
+      try {
+        const dbs = await Promise.all(
+          Array.from({ length: 8 }, () => createPostgresDb({ url: url!, schema })),
+        );
+        for (const db of dbs)
+          expect((await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]?.s).toBe(schema);
+        await Promise.all(dbs.map((db) => db.close()));
+      } finally {
+        await dropSchema(url!, schema);
+      }
+    });
+  },
+);

@@ -60,6 +60,11 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     await admin.connect();
     try {
       await admin.query(timed(`CREATE SCHEMA IF NOT EXISTS ${schema}`));
+    } catch (err) {
+      // Two processes starting at once both pass IF NOT EXISTS and one insert loses on the catalog's
+      // unique index (23505, or 42P06): the schema exists, which is all this wanted.
+      const code = (err as { code?: string }).code;
+      if (code !== '23505' && code !== '42P06') throw err;
     } finally {
       await admin.end().catch(ignoreError);
     }
