@@ -1,9 +1,13 @@
 /**
  * The outbox module's public API. Table: outbox. Facts are written with the transaction that causes
- * them and read in seq order by their consumers.
+ * them and read by snapshot (readOutbox) by their consumers, who are notified on `cdp_outbox` when
+ * new ones commit.
  */
 
 export {
+  OUTBOX_CHANNEL,
+  OUTBOX_START,
+  type OutboxCursor,
   type OutboxFact,
   type OutboxRow,
   type OutboxType,

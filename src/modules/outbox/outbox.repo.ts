@@ -11,6 +11,8 @@ export type OutboxType =
 
 export interface OutboxRow {
   seq: number;
+  /** The writing transaction's id (text: xid8 is 64-bit). */
+  xid: string;
   id: string;
   workspace_id: string;
   type: OutboxType;
@@ -67,17 +69,55 @@ export async function writeOutboxMany(q: Queryable, facts: readonly OutboxFact[]
   return rows.map((r) => r.id);
 }
 
-/** Facts after `afterSeq` in commit-independent seq order (consumers keep their own position). */
+/** The channel a transaction that wrote facts notifies at commit, with its workspace id as payload. */
+export const OUTBOX_CHANNEL = 'cdp_outbox';
+
+/**
+ * A reader's place in a workspace's facts. `snap` is the snapshot it has read every fact of; the
+ * facts after it are those a newer snapshot (`next`) sees and `snap` does not, read in seq order in
+ * batches, `pos` being the seq of the last one done. A fact's xid is the transaction that wrote it
+ * (migration 0014 says why seq alone is not enough). Within one such set seq is the order to keep:
+ * two facts about one profile come from transactions that held its lock one after the other, so the
+ * later fact has the higher seq even when its transaction has the lower xid.
+ */
+export interface OutboxCursor {
+  snap: string;
+  next: string | null;
+  pos: number;
+}
+
+/** Before the first fact: the snapshot '1:1:' sees only xid 0 (facts read before migration 0014). */
+export const OUTBOX_START: OutboxCursor = { snap: '1:1:', next: null, pos: 0 };
+
+/**
+ * The next facts after `cursor` (at most `limit`) and the cursor after them. Every fact a snapshot
+ * sees is visible to a statement that runs later, so nothing it sees is missed; a fact of a
+ * transaction still open when it was taken is seen by a later one. Facts are never read twice.
+ */
 export async function readOutbox(
   q: Queryable,
   workspaceId: string,
-  afterSeq: number,
+  cursor: OutboxCursor,
   limit: number,
-): Promise<OutboxRow[]> {
+): Promise<{ facts: OutboxRow[]; cursor: OutboxCursor }> {
+  const next =
+    cursor.next ?? (await q.query<{ s: string }>('SELECT pg_current_snapshot()::text AS s')).rows[0]!.s;
   const { rows } = await q.query<OutboxRow>(
-    `SELECT seq, id, workspace_id, type, data, created_at FROM outbox
-     WHERE workspace_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-    [workspaceId, afterSeq, limit],
+    `SELECT seq, xid::text AS xid, id, workspace_id, type, data, created_at FROM outbox
+     WHERE workspace_id = $1
+       AND xid >= pg_snapshot_xmin($2::pg_snapshot) AND xid < pg_snapshot_xmax($3::pg_snapshot)
+       AND seq > $4 AND pg_visible_in_snapshot(xid, $3::pg_snapshot)
+       AND NOT pg_visible_in_snapshot(xid, $2::pg_snapshot)
+     ORDER BY seq LIMIT $5`,
+    [workspaceId, cursor.snap, next, cursor.pos, limit],
   );
-  return rows;
+  const facts = rows.map((r) => ({ ...r, seq: Number(r.seq) }));
+  const last = facts.at(-1);
+  return {
+    facts,
+    cursor:
+      facts.length < limit || !last
+        ? { snap: next, next: null, pos: OUTBOX_START.pos }
+        : { snap: cursor.snap, next, pos: last.seq },
+  };
 }

@@ -41,9 +41,9 @@ import { guardOrder, markProcessed } from './processing.steps';
  *   resolve identities  identity     lock owners, suppression, the resolver's decision per event
  *   apply traits        profiles     identify traits, newer wins, lineage; too big: dead letter
  *   write profiles      profiles · identity   the two units of work, written in the lock order
+ *   collect effects     outbox       profile.created / profile.merged facts (orders write theirs next)
  *   apply orders        commerce     orders, products, spend; unusable payload: dead letter
  *   mark rescoring      intelligence the order events' profiles on the rescoring list, a score job queued
- *   collect effects     outbox       profile.created / profile.merged facts (orders write theirs)
  *   mark segment work   segments     touched and merged profiles on the dirty list, a refresh queued
  *   mark processed      processing   backlog rows gone, events marked, dead letters, drops
  *
@@ -112,9 +112,11 @@ export const PIPELINE: readonly Step[] = [
   },
   { name: 'apply traits', run: (w, live) => applyTraits(live, w.profiles, w.yieldNow) },
   { name: 'write profiles', run: writeProfiles },
+  // Before the orders: a profile's profile.created fact precedes the order.completed of its first
+  // order (facts are read in seq order, and webhooks deliver a profile's facts in that order).
+  { name: 'collect effects', run: collectEffects },
   { name: 'apply orders', run: applyOrdersStep },
   { name: 'mark rescoring', run: (w, live) => markRescoring(w.tx, live, w.profiles.moves()) },
-  { name: 'collect effects', run: collectEffects },
   {
     name: 'mark segment work',
     run: (w) => markSegmentWork(w.tx, { items: w.items, moves: w.profiles.moves() }),
