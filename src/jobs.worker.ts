@@ -11,7 +11,8 @@ const JOBS_DRAIN_MS = 10_000;
  * The shared job runner (platform/jobs) of a worker process: the queues of webhook deliveries,
  * segment refreshes and model fits register here as those capabilities land: today the segment
  * membership refreshes (modules/segments), the model fits and per-order rescoring
- * (modules/intelligence), the webhook fan-out and deliveries (modules/webhooks) and the maintenance schedule (pruning finished jobs and vacuuming their table).
+ * (modules/intelligence), the webhook fan-out and deliveries (modules/webhooks; its fan-out pump also
+ * starts and stops here) and the maintenance schedule (pruning finished jobs and vacuuming their table).
  */
 export const jobsWorker: WorkerModule = {
   name: 'jobs',
@@ -20,9 +21,14 @@ export const jobsWorker: WorkerModule = {
     await registerMaintenance(runner, pruneJobsTask());
     await registerSegmentJobs(runner, { log: deps.log });
     await registerIntelligenceJobs(runner, { log: deps.log, settings: deps.settings });
-    await registerWebhookJobs(runner, { log: deps.log, allowPrivate: deps.config.allowPrivateWebhooks });
+    const stopPump = await registerWebhookJobs(runner, {
+      db: deps.db,
+      log: deps.log,
+      allowPrivate: deps.config.allowPrivateWebhooks,
+    });
     runner.start();
     return async () => {
+      await stopPump();
       const { finished, released } = await runner.stop({ drainMs: JOBS_DRAIN_MS });
       deps.log.debug({ finished, released }, 'job runner stopped');
     };

@@ -160,6 +160,20 @@ export const FIXTURES: Record<string, Fixture> = {
       },
     ]),
   ),
+  'POST /tenant/webhooks/:id/rotate-secret': async ({ svc, other }) => {
+    const hook = await matrixWebhook(svc, other);
+    return { url: `/tenant/webhooks/${hook.id}/rotate-secret`, body: { grace_seconds: 60 } };
+  },
+  'POST /tenant/webhooks/:id/test': async ({ svc, other }) => {
+    // The owner's test send really connects: point it (directly, past the URL check) at a loopback
+    // port nothing listens on, so it fails at once and offline (200, delivered: false).
+    const hook = await matrixWebhook(svc, other);
+    await svc.rt.deps.db.query('UPDATE webhook_subscriptions SET url = $2 WHERE id = $1', [
+      hook.id,
+      'http://127.0.0.1:9/matrix',
+    ]);
+    return { url: `/tenant/webhooks/${hook.id}/test` };
+  },
   'GET /tenant/webhooks/:id/deliveries': async ({ svc, other }) => {
     const hook = await matrixWebhook(svc, other);
     return { url: `/tenant/webhooks/${hook.id}/deliveries` };

@@ -8,13 +8,15 @@ import {
   type TestEvent,
   waitProcessed,
 } from '../src/modules/processing/processing.test-kit';
+import { type Receiver, startReceiver } from '../src/modules/webhooks/webhooks.test-kit';
 import { startTestService, type TestService } from './harness';
 
 /**
  * Two worker processes (`ROLE=worker node bin/cdp.mjs start`) consume one event stream on one
  * PostgreSQL database while it is being written: every event is applied exactly once, one person
- * ends up as exactly one profile, and no trait update is lost or applied out of order. PGlite is a
- * single-process database, so this runs in the PostgreSQL pass only.
+ * ends up as exactly one profile, and no trait update is lost or applied out of order. Both also fan
+ * the outbox out to a webhook and deliver it: every fact reaches the receiver exactly once. PGlite is
+ * a single-process database, so this runs in the PostgreSQL pass only.
  */
 const PG_URL = process.env.DATABASE_URL;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -102,11 +104,19 @@ describe.skipIf(!PG_URL)(
   'two worker processes on one stream (needs DATABASE_URL: PGlite is one process)',
   () => {
     let svc: TestService;
+    let rx: Receiver;
     const workers: Worker[] = [];
 
     beforeAll(async () => {
       // The API process of the test owns the schema; it runs no worker itself (ROLE=api).
-      svc = await startTestService({ ROLE: 'api' });
+      [svc, rx] = await Promise.all([
+        startTestService({ ROLE: 'api', CDP_ALLOW_PRIVATE_WEBHOOKS: '1' }),
+        startReceiver(),
+      ]);
+      const sub = await svc.call('POST', '/tenant/webhooks', {
+        body: { url: `${rx.url}/two`, events: ['profile.created', 'profile.merged', 'order.completed'] },
+      });
+      expect(sub.status).toBe(200);
       const env = {
         ROLE: 'worker',
         DATABASE_URL: PG_URL!,
@@ -116,16 +126,17 @@ describe.skipIf(!PG_URL)(
         // whichever of them wakes first (with the default 1000 one could take every chunk whole).
         WORKER_BATCH_SIZE: '8',
         DATA_DIR: ':memory:',
+        CDP_ALLOW_PRIVATE_WEBHOOKS: '1',
       };
       workers.push(...(await Promise.all([startWorker(env), startWorker(env)])));
     });
 
     afterAll(async () => {
       await Promise.all(workers.map(stopWorker));
-      await svc?.close();
+      await Promise.all([svc?.close(), rx?.close()]);
     });
 
-    it('applies every event once, in order per person, with one profile per person', async () => {
+    it('applies every event once, in order per person, with one profile per person, and delivers each resulting fact to a webhook once', async () => {
       const db = svc.rt.deps.db;
       const t0 = Date.parse('2024-01-01T00:00:00Z');
       const people = Array.from({ length: CUSTOMERS }, (_, c) => journey(c, t0));
@@ -190,6 +201,23 @@ describe.skipIf(!PG_URL)(
       expect(applied[0]! + applied[1]!).toBe(CUSTOMERS * STEPS);
       expect(applied[0]).toBeGreaterThan(0);
       expect(applied[1]).toBeGreaterThan(0);
+
+      // Both processes fanned the outbox out as it was written (each is woken by every commit):
+      // each fact became one delivery, sent once.
+      const facts =
+        CUSTOMERS * 2 +
+        CUSTOMERS +
+        CUSTOMERS * people[0]!.events.filter((e) => e.event_type === 'order').length;
+      const got = await rx.waitFor('/two', facts, 30_000);
+      await new Promise((r) => setTimeout(r, 500)); // a duplicate would arrive about now
+      const factIds = rx.received.map((r) => (JSON.parse(r.body) as { id: string }).id);
+      expect(rx.received).toHaveLength(facts);
+      expect(new Set(factIds).size).toBe(facts);
+      expect(new Set(got.map((r) => r.headers['x-service-delivery'])).size).toBe(facts);
+      const [outbox] = await q<{ n: number }>(
+        `SELECT count(*)::int AS n FROM outbox WHERE type IN ('profile.created', 'profile.merged', 'order.completed')`,
+      );
+      expect(outbox?.n).toBe(facts);
     });
   },
 );

@@ -1,18 +1,72 @@
 import type { Logger } from 'pino';
-import type { Db } from '../../platform/db';
+import type { Db, Queryable } from '../../platform/db';
 import { backoffMs, type JobContext } from '../../platform/jobs';
 import {
   type AttemptResult,
+  type DeliveryRow,
   type DeliveryStatus,
   getDelivery,
   markFailed,
+  pendingAfter,
+  pendingBefore,
   recordAttempt,
+  takeAttempt,
 } from './deliveries.repo';
 import { enqueueAttempt } from './fanout.job';
 import { webhookPolicy } from './policy';
 import { retryAfterMs, send } from './send';
-import { signDelivery } from './signing';
-import { disableSubscription, getSubscription } from './webhooks.repo';
+import { deliveryHeaders } from './signing';
+import { disableSubscription, getSubscription, type SubscriptionRow } from './webhooks.repo';
+
+/**
+ * Attempts under way per subscription in this process, capped (webhookPolicy.perSubscription) so a
+ * receiver that hangs holds a few of the queue's slots and never all of them. At the cap, an
+ * attempt to a receiver that answers quickly waits here for a moment; one to a receiver whose
+ * oldest attempt has been under way for `slowMs` is refused, and the caller puts it off.
+ */
+export function createSubscriptionSlots(limit: () => number, slowMs = 1_000) {
+  const busy = new Map<string, number[]>(); // start times of the attempts under way
+  const waiters = new Map<string, Array<() => void>>();
+  const slow = (starts: number[]) => starts.length > 0 && Date.now() - Math.min(...starts) >= slowMs;
+  return {
+    async take(id: string): Promise<number | null> {
+      for (;;) {
+        const starts = busy.get(id) ?? [];
+        if (starts.length < limit()) {
+          const t = Date.now();
+          busy.set(id, [...starts, t]);
+          return t;
+        }
+        if (slow(starts)) return null;
+        // Woken when one of its attempts ends, or after slowMs to look at it again.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(wake, slowMs);
+          function wake() {
+            clearTimeout(timer);
+            resolve();
+          }
+          waiters.set(id, [...(waiters.get(id) ?? []), wake]);
+        });
+      }
+    },
+    give(id: string, started: number): void {
+      const starts = busy.get(id) ?? [];
+      const i = starts.indexOf(started);
+      if (i >= 0) starts.splice(i, 1);
+      if (starts.length === 0) busy.delete(id);
+      const next = waiters.get(id)?.shift();
+      if (waiters.get(id)?.length === 0) waiters.delete(id);
+      next?.();
+    },
+  };
+}
+export type SubscriptionSlots = ReturnType<typeof createSubscriptionSlots>;
+
+/** Queues the delivery that waits on `d` (same subscription and profile), now that `d` is done with. */
+export async function releaseNext(q: Queryable, d: DeliveryRow): Promise<void> {
+  const next = await pendingAfter(q, d);
+  if (next) await enqueueAttempt(q, next.workspace_id, next.id, next.attempts + 1, 0, `next${d.id}:`);
+}
 
 export interface DeliverPayload {
   delivery_id: string;
@@ -29,25 +83,60 @@ export interface DeliverPayload {
 export async function deliverOnce(
   db: Db,
   payload: DeliverPayload,
-  ctx: Pick<JobContext, 'signal'> & { allowPrivate: boolean; log?: Logger | undefined },
+  ctx: Pick<JobContext, 'signal'> & {
+    allowPrivate: boolean;
+    log?: Logger | undefined;
+    slots?: SubscriptionSlots;
+  },
 ): Promise<void> {
   const d = await getDelivery(db, payload.delivery_id);
   // Deleted with its subscription, already delivered, or this attempt was made by an earlier run.
   if (!d || d.status === 'delivered' || d.attempts >= payload.attempt) return;
   const sub = await getSubscription(db, d.workspace_id, d.subscription_id);
   if (!sub?.enabled) {
-    await markFailed(db, d.id, 'subscription disabled');
+    await db.transaction(async (tx) => {
+      await markFailed(tx, d.id, 'subscription disabled');
+      await releaseNext(tx, d);
+    });
     return;
   }
+  if (await pendingBefore(db, d)) {
+    // An earlier fact about the same profile has not gone out yet: this one waits for it. Its end
+    // releases this one at once (releaseNext); the wait below is only the safety net.
+    await putOff(db, d, payload.attempt, 'after');
+    return;
+  }
+  const slot = ctx.slots ? await ctx.slots.take(sub.id) : 0;
+  if (slot === null) {
+    // Its receiver is slow and already has its share of attempts under way here: this one is put
+    // off (it is not an attempt, so it costs none of the 25).
+    await putOff(db, d, payload.attempt, 'wait');
+    return;
+  }
+  try {
+    // Another job may hold the same attempt (a re-send, a release, a put-off one): one sends it.
+    if (!(await takeAttempt(db, d.id, payload.attempt, webhookPolicy.timeoutMs + 20_000))) return;
+    await attempt(db, d, sub, ctx);
+  } finally {
+    ctx.slots?.give(sub.id, slot);
+  }
+}
+
+/** Queues the same attempt again later, under a key of its own (this job still holds its key). */
+function putOff(db: Db, d: DeliveryRow, attemptNo: number, why: string): Promise<unknown> {
+  const wait = webhookPolicy.deferMs * (1 + Math.random());
+  return enqueueAttempt(db, d.workspace_id, d.id, attemptNo, wait, `${why}${Date.now().toString(36)}:`);
+}
+
+async function attempt(
+  db: Db,
+  d: DeliveryRow,
+  sub: SubscriptionRow,
+  ctx: Pick<JobContext, 'signal'> & { allowPrivate: boolean; log?: Logger | undefined },
+): Promise<void> {
   const n = d.attempts + 1;
   const body = JSON.stringify(d.body);
-  const signed = signDelivery(sub.secret, d.id, Math.floor(Date.now() / 1000), body);
-  const headers = {
-    ...signed,
-    'x-service-event': d.event_type,
-    'x-service-delivery': d.id,
-    'user-agent': 'cdp-webhooks/1',
-  };
+  const headers = deliveryHeaders(sub, d.id, d.event_type, body);
   const r = await send(sub.url, body, headers, {
     timeoutMs: webhookPolicy.timeoutMs,
     allowPrivate: ctx.allowPrivate,
@@ -77,6 +166,8 @@ export async function deliverOnce(
     // The receiver said the endpoint is gone for good: stop sending it anything.
     if (gone) await disableSubscription(tx, sub.id, 'the receiver answered 410 Gone');
     if (next !== null) await enqueueAttempt(tx, d.workspace_id, d.id, n + 1, next);
+    // Done with (delivered, dead or refused): the next fact about the same profile may go now.
+    else await releaseNext(tx, d);
   });
   if (status === 'dead')
     ctx.log?.warn({ delivery_id: d.id, attempts: n }, 'webhooks: delivery dead-lettered');

@@ -19,6 +19,8 @@ export interface DeliveryRow {
   last_attempt_at: Date | null;
   next_attempt_at: Date | null;
   created_at: Date;
+  /** The profile the fact is about: deliveries of one subscription and key go out in order. */
+  order_key: string | null;
 }
 
 export interface NewDelivery {
@@ -28,17 +30,19 @@ export interface NewDelivery {
   event_id: string;
   event_type: string;
   body: Record<string, unknown>;
+  order_key: string | null;
 }
 
 /** Inserts deliveries; one already recorded for its (subscription, fact) is skipped. Returns the new ids. */
 export async function insertDeliveries(q: Queryable, rows: readonly NewDelivery[]): Promise<string[]> {
   if (rows.length === 0) return [];
   const { rows: out } = await q.query<{ id: string }>(
-    `INSERT INTO webhook_deliveries (id, workspace_id, subscription_id, event_id, event_type, body, next_attempt_at)
-     SELECT id, workspace_id, subscription_id, event_id, event_type, body, now()
+    `INSERT INTO webhook_deliveries (id, workspace_id, subscription_id, event_id, event_type, body, order_key,
+       next_attempt_at)
+     SELECT id, workspace_id, subscription_id, event_id, event_type, body, order_key, now()
        FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (id text, workspace_id uuid, subscription_id text,
-            event_id text, event_type text, body jsonb)) WITH ORDINALITY AS r(id, workspace_id, subscription_id,
-            event_id, event_type, body, n)
+            event_id text, event_type text, body jsonb, order_key text)) WITH ORDINALITY AS r(id, workspace_id,
+            subscription_id, event_id, event_type, body, order_key, n)
       ORDER BY n
      ON CONFLICT (subscription_id, event_id) DO NOTHING RETURNING id`,
     [JSON.stringify(rows)],
@@ -88,6 +92,41 @@ export interface AttemptResult {
   nextAttemptInMs: number | null;
 }
 
+/**
+ * Takes attempt `n` of a pending delivery for `leaseMs`: false if it was made already, or another
+ * job is making it now (its lease has not run out). Recording the attempt ends the lease.
+ */
+export async function takeAttempt(q: Queryable, id: string, n: number, leaseMs: number): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `UPDATE webhook_deliveries SET attempt_until = now() + make_interval(secs => $3::float8 / 1000)
+     WHERE id = $1 AND status = 'pending' AND attempts = $2 - 1 AND (attempt_until IS NULL OR attempt_until < now())`,
+    [id, n, leaseMs],
+  );
+  return rowCount > 0;
+}
+
+/** The earliest delivery still pending before this one for the same subscription and profile, if any. */
+export async function pendingBefore(q: Queryable, d: DeliveryRow): Promise<string | null> {
+  if (d.order_key === null) return null;
+  const { rows } = await q.query<{ id: string }>(
+    `SELECT id FROM webhook_deliveries WHERE subscription_id = $1 AND order_key = $2 AND seq < $3
+       AND status = 'pending' AND order_key IS NOT NULL ORDER BY seq LIMIT 1`,
+    [d.subscription_id, d.order_key, d.seq],
+  );
+  return rows[0]?.id ?? null;
+}
+
+/** The next delivery pending after this one for the same subscription and profile (it waits on this one). */
+export async function pendingAfter(q: Queryable, d: DeliveryRow): Promise<DeliveryRow | null> {
+  if (d.order_key === null) return null;
+  const { rows } = await q.query<DeliveryRow>(
+    `SELECT * FROM webhook_deliveries WHERE subscription_id = $1 AND order_key = $2 AND seq > $3
+       AND status = 'pending' AND order_key IS NOT NULL ORDER BY seq LIMIT 1`,
+    [d.subscription_id, d.order_key, d.seq],
+  );
+  return rows[0] ?? null;
+}
+
 /** Records attempt number `n` and the delivery's new state, in one transaction with the next job. */
 export async function recordAttempt(q: Queryable, id: string, n: number, r: AttemptResult): Promise<void> {
   await q.query(
@@ -97,7 +136,7 @@ export async function recordAttempt(q: Queryable, id: string, n: number, r: Atte
   );
   await q.query(
     `UPDATE webhook_deliveries SET attempts = $2, status = $3, last_status_code = $4, last_error = $5,
-       last_attempt_at = now(),
+       last_attempt_at = now(), attempt_until = NULL,
        next_attempt_at = CASE WHEN $6::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $6::float8 / 1000) END
      WHERE id = $1`,
     [id, n, r.status, r.statusCode, r.error, r.nextAttemptInMs],
@@ -113,7 +152,8 @@ export async function markPending(q: Queryable, id: string): Promise<void> {
 
 export async function markFailed(q: Queryable, id: string, error: string): Promise<void> {
   await q.query(
-    `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, next_attempt_at = NULL WHERE id = $1`,
+    `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, next_attempt_at = NULL, attempt_until = NULL
+     WHERE id = $1`,
     [id, error],
   );
 }

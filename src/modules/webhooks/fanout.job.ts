@@ -2,15 +2,11 @@ import type { Db, Queryable } from '../../platform/db';
 import { newSortableId } from '../../platform/ids';
 import { enqueue } from '../../platform/jobs';
 import { type OutboxRow, readOutbox } from '../outbox';
+import { lockCursor, saveCursor } from './cursor.repo';
 import { insertDeliveries, type NewDelivery } from './deliveries.repo';
-import { DELIVER_QUEUE, FANOUT_BATCH, webhookPolicy } from './policy';
-import {
-  advanceCursor,
-  dbNow,
-  enabledSubscriptions,
-  lockCursor,
-  workspacesWithSubscriptions,
-} from './webhooks.repo';
+import { DELIVER_QUEUE, FANOUT_BATCH } from './policy';
+import { subscriptionWants } from './subscription-filter';
+import { enabledSubscriptions, workspacesWithSubscriptions } from './webhooks.repo';
 
 /** The body a receiver gets for a fact; stored on the delivery so a re-send sends the same content. */
 export function deliveryBody(f: OutboxRow): Record<string, unknown> {
@@ -21,6 +17,12 @@ export function deliveryBody(f: OutboxRow): Record<string, unknown> {
     workspace_id: f.workspace_id,
     data: f.data,
   };
+}
+
+/** The profile a fact is about (its deliveries to one subscription go out in order), if any. */
+export function orderKey(f: Pick<OutboxRow, 'data'>): string | null {
+  const id = f.data.profile_id ?? f.data.primary_profile_id;
+  return typeof id === 'string' ? id : null;
 }
 
 /** Enqueues attempt number `attempt` of a delivery (keyed by both, so a duplicate is a no-op). */
@@ -45,31 +47,33 @@ export function enqueueAttempt(
   });
 }
 
+export interface FanOutResult {
+  /** Facts read (FANOUT_BATCH means: maybe more). */
+  facts: number;
+  /** Deliveries created (their first attempts are queued). */
+  deliveries: number;
+}
+
 /**
  * One batch of one workspace: reads facts past the cursor, creates a delivery and its job for each
  * matching subscription and advances the cursor, all in one transaction, so each fact fans out
- * exactly once. Returns how many facts were read (FANOUT_BATCH means: maybe more).
- *
- * seq is taken at insert, not at commit: on PostgreSQL a fact of a slow transaction may appear
- * behind a cursor that already passed it. Facts younger than `settleMs` are therefore left for the
- * next run (the batch stops at the first one), which covers every transaction shorter than that.
+ * exactly once. The outbox is read by snapshot (readOutbox), so a fact whose transaction commits
+ * late is read late, never passed over.
  */
-export async function fanOutBatch(db: Db, workspaceId: string): Promise<number> {
+export async function fanOutBatch(db: Db, workspaceId: string): Promise<FanOutResult> {
   return db.transaction(async (tx) => {
-    const after = await lockCursor(tx, workspaceId);
-    const read = await readOutbox(tx, workspaceId, after, FANOUT_BATCH);
-    const settledBefore = (await dbNow(tx)).getTime() - webhookPolicy.settleMs;
-    const young = read.findIndex((f) => new Date(f.created_at).getTime() > settledBefore);
-    const facts = young === -1 ? read : read.slice(0, young);
-    if (facts.length === 0) return 0;
+    const read = await readOutbox(tx, workspaceId, await lockCursor(tx, workspaceId), FANOUT_BATCH);
+    await saveCursor(tx, workspaceId, read.cursor);
+    const { facts } = read;
+    if (facts.length === 0) return { facts: 0, deliveries: 0 };
     const subs = await enabledSubscriptions(tx, workspaceId);
     const rows: NewDelivery[] = [];
     for (const f of facts) {
       const body = deliveryBody(f);
       for (const s of subs) {
-        // A subscription gets facts from its creation on (and only the kinds it chose); the cursor
+        // A subscription gets facts from its creation on (and only the kinds and segments it chose); the cursor
         // of a workspace starts at 0, so this also keeps a first subscription from replaying history.
-        if (!s.events.includes(f.type) || new Date(f.created_at) < new Date(s.created_at)) continue;
+        if (!subscriptionWants(s, f) || new Date(f.created_at) < new Date(s.created_at)) continue;
         rows.push({
           id: newSortableId('dlv'),
           workspace_id: workspaceId,
@@ -77,18 +81,33 @@ export async function fanOutBatch(db: Db, workspaceId: string): Promise<number> 
           event_id: f.id,
           event_type: f.type,
           body,
+          order_key: orderKey(f),
         });
       }
     }
-    for (const id of await insertDeliveries(tx, rows)) await enqueueAttempt(tx, workspaceId, id, 1);
-    await advanceCursor(tx, workspaceId, facts[facts.length - 1]!.seq);
-    return young === -1 ? facts.length : 0;
+    const created = await insertDeliveries(tx, rows);
+    for (const id of created) await enqueueAttempt(tx, workspaceId, id, 1);
+    return { facts: facts.length, deliveries: created.length };
   });
 }
 
-/** The scheduled job: every workspace with a subscription, until each is caught up. */
+/** Fans a workspace's outbox out until it is caught up. Answers the deliveries created. */
+export async function fanOutWorkspace(db: Db, workspaceId: string, signal?: AbortSignal): Promise<number> {
+  let deliveries = 0;
+  for (;;) {
+    const r = await fanOutBatch(db, workspaceId);
+    deliveries += r.deliveries;
+    if (r.facts < FANOUT_BATCH || signal?.aborted) return deliveries;
+  }
+}
+
+/**
+ * The scheduled job: every workspace with a subscription, until each is caught up. The safety net
+ * under the pump (fanout.pump.ts), which does this on every commit that wrote facts.
+ */
 export async function fanOutAll(db: Db, signal: AbortSignal): Promise<void> {
   for (const ws of await workspacesWithSubscriptions(db)) {
-    while (!signal.aborted && (await fanOutBatch(db, ws)) === FANOUT_BATCH) {}
+    if (signal.aborted) return;
+    await fanOutWorkspace(db, ws, signal);
   }
 }

@@ -14,17 +14,28 @@ export const webhookPolicy: {
   timeoutMs: number;
   /** A Retry-After longer than this is capped (a receiver cannot park a delivery for days). */
   maxRetryAfterMs: number;
-  /** How often the outbox is read for new facts. */
+  /**
+   * How often every workspace's outbox is read regardless: the safety net under the pump, which
+   * reads a workspace's outbox at each commit that wrote facts to it (fanout.pump.ts).
+   */
   fanoutEvery: string;
-  /** Facts younger than this wait for the next fan-out (fanout.job.ts says why). */
-  settleMs: number;
+  /** Attempts one process makes at once (slots of their own in the job runner). */
+  concurrency: number;
+  /**
+   * Attempts to one subscription one process makes at once: a slow or hanging receiver holds at
+   * most these slots, the rest keep serving the others. Its other due attempts wait `deferMs`.
+   */
+  perSubscription: number;
+  deferMs: number;
 } = {
   backoff: { baseMs: 60_000, capMs: 4 * 3_600_000 },
   maxAttempts: 25,
   timeoutMs: 10_000,
   maxRetryAfterMs: 6 * 3_600_000,
-  fanoutEvery: 'every 2s',
-  settleMs: 5_000,
+  fanoutEvery: 'every 10s',
+  concurrency: 32,
+  perSubscription: 4,
+  deferMs: 5_000,
 };
 
 export const FANOUT_QUEUE = 'webhooks.fanout';

@@ -1,24 +1,35 @@
 import type { Logger } from 'pino';
+import type { Db } from '../../platform/db';
 import type { JobRunner } from '../../platform/jobs';
-import { type DeliverPayload, deliverOnce } from './deliver.job';
+import { createSubscriptionSlots, type DeliverPayload, deliverOnce } from './deliver.job';
 import { fanOutAll } from './fanout.job';
+import { startFanOutPump } from './fanout.pump';
 import { DELIVER_QUEUE, FANOUT_QUEUE, webhookPolicy } from './policy';
 
 export interface WebhookJobOptions {
+  db: Db;
   log: Logger;
   /** CDP_ALLOW_PRIVATE_WEBHOOKS: skip the send-time address check too. */
   allowPrivate: boolean;
 }
 
-/** The webhook queues of a worker process: the outbox fan-out (scheduled) and the attempts. */
-export async function registerWebhookJobs(runner: JobRunner, opts: WebhookJobOptions): Promise<void> {
+/**
+ * The webhook work of a worker process: the outbox fan-out (the pump at each commit, the schedule
+ * as a safety net) and the attempts, with slots of their own. Answers the pump's stop.
+ */
+export async function registerWebhookJobs(
+  runner: JobRunner,
+  opts: WebhookJobOptions,
+): Promise<() => Promise<void>> {
   runner.register(FANOUT_QUEUE, (_payload, { db, signal }) => fanOutAll(db, signal), { timeoutMs: 60_000 });
+  const slots = createSubscriptionSlots(() => webhookPolicy.perSubscription);
   runner.register<DeliverPayload>(
     DELIVER_QUEUE,
     (payload, { db, signal }) =>
-      deliverOnce(db, payload, { signal, allowPrivate: opts.allowPrivate, log: opts.log }),
+      deliverOnce(db, payload, { signal, allowPrivate: opts.allowPrivate, log: opts.log, slots }),
     // The send has its own timeout; this one also covers the bookkeeping around it.
-    { timeoutMs: webhookPolicy.timeoutMs + 20_000 },
+    { timeoutMs: webhookPolicy.timeoutMs + 20_000, concurrency: webhookPolicy.concurrency },
   );
   await runner.schedule('webhooks.fanout', webhookPolicy.fanoutEvery, FANOUT_QUEUE, {});
+  return startFanOutPump({ db: opts.db, log: opts.log, onDeliveries: () => runner.wake() });
 }

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../platform/db';
 
 /** SQL of the webhooks module, and nothing else. Tables: webhook_subscriptions, webhook_cursors,
- * webhook_deliveries, webhook_attempts (migrations/0013_webhooks.sql). */
+ * webhook_deliveries, webhook_attempts (migrations/0013_webhooks.sql, 0015_webhook_rotation_filters.sql). */
 
 export interface SubscriptionRow {
   id: string;
@@ -10,6 +10,11 @@ export interface SubscriptionRow {
   url: string;
   events: string[];
   secret: string;
+  /** The secret a rotation replaced; it signs deliveries too until previous_secret_expires_at. */
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  /** Segment ids whose segment.entered / segment.exited facts are wanted; empty: all. */
+  segments: string[];
   enabled: boolean;
   disabled_reason: string | null;
   created_at: Date;
@@ -18,12 +23,12 @@ export interface SubscriptionRow {
 
 export async function insertSubscription(
   q: Queryable,
-  s: { id: string; workspaceId: string; url: string; events: string[]; secret: string },
+  s: { id: string; workspaceId: string; url: string; events: string[]; secret: string; segments: string[] },
 ): Promise<SubscriptionRow> {
   const { rows } = await q.query<SubscriptionRow>(
-    `INSERT INTO webhook_subscriptions (id, workspace_id, url, events, secret)
-     VALUES ($1, $2, $3, $4::text[], $5) RETURNING *`,
-    [s.id, s.workspaceId, s.url, s.events, s.secret],
+    `INSERT INTO webhook_subscriptions (id, workspace_id, url, events, secret, segments)
+     VALUES ($1, $2, $3, $4::text[], $5, $6::text[]) RETURNING *`,
+    [s.id, s.workspaceId, s.url, s.events, s.secret, s.segments],
   );
   return rows[0]!;
 }
@@ -70,16 +75,53 @@ export async function updateSubscription(
     events?: string[] | undefined;
     secret?: string | undefined;
     enabled?: boolean | undefined;
+    segments?: string[] | undefined;
   },
 ): Promise<SubscriptionRow | null> {
-  // A re-enable clears the reason of an earlier disable (e.g. a 410).
+  // A re-enable clears the reason of an earlier disable (e.g. a 410). A secret set this way replaces
+  // the current one at once: it also ends a rotation's grace period (rotateSecret keeps one).
   const { rows } = await q.query<SubscriptionRow>(
     `UPDATE webhook_subscriptions SET url = coalesce($3, url), events = coalesce($4::text[], events),
        secret = coalesce($5, secret), enabled = coalesce($6, enabled),
        disabled_reason = CASE WHEN coalesce($6, enabled) THEN NULL ELSE coalesce(disabled_reason, 'disabled by an admin') END,
+       previous_secret = CASE WHEN $5::text IS NULL THEN previous_secret END,
+       previous_secret_expires_at = CASE WHEN $5::text IS NULL THEN previous_secret_expires_at END,
+       segments = coalesce($7::text[], segments),
        updated_at = now()
      WHERE workspace_id = $1 AND id = $2 RETURNING *`,
-    [workspaceId, id, p.url ?? null, p.events ?? null, p.secret ?? null, p.enabled ?? null],
+    [
+      workspaceId,
+      id,
+      p.url ?? null,
+      p.events ?? null,
+      p.secret ?? null,
+      p.enabled ?? null,
+      p.segments ?? null,
+    ],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Makes `secret` the current secret. With a grace period the replaced one becomes the previous
+ * secret until now + graceSeconds (a previous secret of an earlier rotation is dropped: only the two
+ * latest are ever valid); with none, it is invalid at once. The right-hand sides read the row as it
+ * was, so `previous_secret = secret` takes the secret being replaced.
+ */
+export async function rotateSecret(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+  secret: string,
+  graceSeconds: number,
+): Promise<SubscriptionRow | null> {
+  const { rows } = await q.query<SubscriptionRow>(
+    `UPDATE webhook_subscriptions SET secret = $3,
+       previous_secret = CASE WHEN $4::int > 0 THEN secret END,
+       previous_secret_expires_at = CASE WHEN $4::int > 0 THEN now() + make_interval(secs => $4::int) END,
+       updated_at = now()
+     WHERE workspace_id = $1 AND id = $2 RETURNING *`,
+    [workspaceId, id, secret, graceSeconds],
   );
   return rows[0] ?? null;
 }
@@ -107,34 +149,19 @@ export async function workspacesWithSubscriptions(q: Queryable): Promise<string[
   return rows.map((r) => r.workspace_id);
 }
 
+/** Whether the workspace has an enabled subscription (asked at every commit that wrote facts: one index probe). */
+export async function hasEnabledSubscription(q: Queryable, workspaceId: string): Promise<boolean> {
+  const { rows } = await q.query(
+    'SELECT 1 FROM webhook_subscriptions WHERE workspace_id = $1 AND enabled LIMIT 1',
+    [workspaceId],
+  );
+  return rows.length > 0;
+}
+
 export async function enabledSubscriptions(q: Queryable, workspaceId: string): Promise<SubscriptionRow[]> {
   const { rows } = await q.query<SubscriptionRow>(
     'SELECT * FROM webhook_subscriptions WHERE workspace_id = $1 AND enabled ORDER BY seq',
     [workspaceId],
   );
   return rows;
-}
-
-/** The fan-out position of a workspace, locked for this transaction so two processes never fan out
- * the same facts. */
-export async function lockCursor(q: Queryable, workspaceId: string): Promise<number> {
-  await q.query(
-    'INSERT INTO webhook_cursors (workspace_id) VALUES ($1) ON CONFLICT (workspace_id) DO NOTHING',
-    [workspaceId],
-  );
-  const { rows } = await q.query<{ last_seq: number }>(
-    'SELECT last_seq FROM webhook_cursors WHERE workspace_id = $1 FOR UPDATE',
-    [workspaceId],
-  );
-  return rows[0]!.last_seq;
-}
-
-/** The database's clock (the one outbox created_at was written with). */
-export async function dbNow(q: Queryable): Promise<Date> {
-  const { rows } = await q.query<{ now: Date }>('SELECT now() AS now');
-  return rows[0]!.now;
-}
-
-export async function advanceCursor(q: Queryable, workspaceId: string, lastSeq: number): Promise<void> {
-  await q.query('UPDATE webhook_cursors SET last_seq = $2 WHERE workspace_id = $1', [workspaceId, lastSeq]);
 }

@@ -17,7 +17,6 @@ import { type Receiver, startReceiver, verifyServiceSignature } from './webhooks
  */
 webhookPolicy.backoff = { baseMs: 50, capMs: 200 };
 webhookPolicy.fanoutEvery = 'every 1s';
-webhookPolicy.settleMs = 0;
 
 const adminKey = `cdp_sk_${randomBytes(32).toString('base64url')}`;
 const pgUrl = process.env.DATABASE_URL ?? null;

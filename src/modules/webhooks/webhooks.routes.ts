@@ -11,6 +11,8 @@ import {
   ListDeliveriesQuery,
   ListWebhooksQuery,
   PatchWebhookBody,
+  RotateSecretBody,
+  TestSendSchema,
   WebhookIdParams,
   WebhookSchema,
 } from './webhooks.schemas';
@@ -94,7 +96,8 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
         tags,
         security,
         summary:
-          'Change a subscription: url, events, secret, or `enabled` (true re-enables one disabled by a 410).',
+          'Change a subscription: url, events, segments, secret (replaced at once, ending any grace ' +
+          'period; see rotate-secret), or `enabled` (true re-enables one disabled by a 410).',
         params: WebhookIdParams,
         body: PatchWebhookBody,
         response: { 200: Envelope(WebhookSchema) },
@@ -102,6 +105,56 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
     },
     async (req) =>
       ok(await webhooks.updateWebhook(deps.db, workspaceOf(req), req.params.id, req.body, allowPrivate)),
+  );
+
+  app.post(
+    '/tenant/webhooks/:id/rotate-secret',
+    {
+      config: { auth: 'admin' },
+      // The body is optional: a bare POST rotates to a generated secret with the default grace.
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
+      schema: {
+        tags,
+        security,
+        summary:
+          'Replace the secret (the given one, or a new `whsec_` one) while the old one keeps signing ' +
+          'deliveries too for `grace_seconds` (default 86400): X-Service-Signature-Previous and a second ' +
+          '`v1,` signature in webhook-signature. Rotating again during a grace period drops the oldest secret.',
+        params: WebhookIdParams,
+        body: RotateSecretBody,
+        response: { 200: Envelope(WebhookSchema) },
+      },
+    },
+    async (req) => ok(await webhooks.rotateSecret(deps.db, workspaceOf(req), req.params.id, req.body)),
+  );
+
+  app.post(
+    '/tenant/webhooks/:id/test',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags,
+        security,
+        summary:
+          'Send one synthetic `webhook.test` event now, signed like a delivery, disabled subscriptions ' +
+          'included, and answer what the receiver said. Not stored, not retried; 10 per subscription per minute.',
+        params: WebhookIdParams,
+        response: { 200: Envelope(TestSendSchema) },
+      },
+    },
+    async (req, reply) => {
+      // A client that gives up stops the outbound request too (after the answer this is a no-op).
+      const gone = new AbortController();
+      reply.raw.once('close', () => gone.abort());
+      return ok(
+        await webhooks.testSend(deps.db, deps.limits, workspaceOf(req), req.params.id, {
+          allowPrivate,
+          signal: gone.signal,
+        }),
+      );
+    },
   );
 
   app.delete(

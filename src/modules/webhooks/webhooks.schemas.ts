@@ -2,14 +2,28 @@ import { Type } from 'typebox';
 import { pagedQuery } from '../../platform/http/paging';
 import { EVENT_KINDS, MAX_URL_LENGTH } from './policy';
 
+/** Limits of rotation and segment filters (docs/webhooks.md). */
+export const MAX_SEGMENT_FILTER = 100;
+export const DEFAULT_GRACE_SECONDS = 86_400;
+export const MAX_GRACE_SECONDS = 7 * 86_400;
+
 const EventKind = Type.Union(EVENT_KINDS.map((k) => Type.Literal(k)));
 const Events = Type.Array(EventKind, { minItems: 1, maxItems: EVENT_KINDS.length, uniqueItems: true });
 const Url = Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH });
 /** `whsec_` + base64 (Standard Webhooks form) or any other string; generated when absent. */
 const Secret = Type.String({ minLength: 16, maxLength: 200, pattern: '^[\\x21-\\x7e]+$' });
 
+/** Segment ids (saved segments of the workspace) whose segment.entered / segment.exited are wanted. */
+const Segments = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+  maxItems: MAX_SEGMENT_FILTER,
+  uniqueItems: true,
+  description:
+    'Only these segments’ `segment.entered` / `segment.exited` facts are sent (other kinds are not ' +
+    'affected); empty or absent: every segment’s. Each must be a segment of the workspace.',
+});
+
 export const CreateWebhookBody = Type.Object(
-  { url: Url, events: Events, secret: Type.Optional(Secret) },
+  { url: Url, events: Events, secret: Type.Optional(Secret), segments: Type.Optional(Segments) },
   { additionalProperties: false },
 );
 
@@ -19,8 +33,25 @@ export const PatchWebhookBody = Type.Object(
     events: Type.Optional(Events),
     secret: Type.Optional(Secret),
     enabled: Type.Optional(Type.Boolean()),
+    segments: Type.Optional(Segments),
   },
   { additionalProperties: false, minProperties: 1 },
+);
+
+export const RotateSecretBody = Type.Object(
+  {
+    secret: Type.Optional(Secret),
+    grace_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_GRACE_SECONDS,
+        default: DEFAULT_GRACE_SECONDS,
+        description:
+          'How long the replaced secret keeps signing deliveries beside the new one (default 86400 = 24 h; 0 ends it now).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
 );
 
 export const WebhookIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
@@ -38,6 +69,14 @@ export const WebhookSchema = Type.Object({
   url: Type.String(),
   events: Type.Array(Type.String()),
   secret: Type.String({ description: 'Signs every delivery; shown to admins only.' }),
+  previous_secret_expires_at: Nullable(
+    Type.String({
+      format: 'date-time',
+      description:
+        'Until when the secret a rotation replaced still signs deliveries too; null outside a grace period.',
+    }),
+  ),
+  segments: Type.Array(Type.String()),
   enabled: Type.Boolean(),
   disabled_reason: Nullable(Type.String()),
   created_at: Type.String({ format: 'date-time' }),
@@ -62,4 +101,11 @@ export const DeliverySchema = Type.Object({
   last_attempt_at: Nullable(Type.String({ format: 'date-time' })),
   next_attempt_at: Nullable(Type.String({ format: 'date-time' })),
   created_at: Type.String({ format: 'date-time' }),
+});
+
+export const TestSendSchema = Type.Object({
+  delivered: Type.Boolean({ description: 'The receiver answered 2xx in time.' }),
+  status_code: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
+  duration_ms: Type.Integer(),
 });

@@ -2,19 +2,25 @@ import type { CursorCodec, Page, PageRequest } from '../../platform/cursor';
 import { toPage } from '../../platform/cursor';
 import type { Db } from '../../platform/db';
 import { AppError, notFound } from '../../platform/errors';
+import { rateLimited } from '../../platform/http/auth-hook';
 import { iso } from '../../platform/http/envelope';
+import type { RateLimits } from '../../platform/http/rate-limit';
 import { newSortableId } from '../../platform/ids';
+import { getSegment } from '../segments';
 import * as deliveries from './deliveries.repo';
 import { enqueueAttempt } from './fanout.job';
-import { MAX_SUBSCRIPTIONS } from './policy';
-import { isUsableSecret, newSecret } from './signing';
+import { MAX_SUBSCRIPTIONS, webhookPolicy } from './policy';
+import { send } from './send';
+import { deliveryHeaders, isUsableSecret, newSecret } from './signing';
 import { checkDestination } from './url-guard';
 import * as repo from './webhooks.repo';
+import { DEFAULT_GRACE_SECONDS } from './webhooks.schemas';
 
 export interface WebhookInput {
   url: string;
   events: string[];
   secret?: string | undefined;
+  segments?: string[] | undefined;
 }
 
 export interface WebhookPatch {
@@ -22,13 +28,32 @@ export interface WebhookPatch {
   events?: string[] | undefined;
   secret?: string | undefined;
   enabled?: boolean | undefined;
+  segments?: string[] | undefined;
 }
+
+export interface RotateInput {
+  secret?: string | undefined;
+  grace_seconds?: number | undefined;
+}
+
+/** Test sends per subscription per minute (each makes an outbound request the caller waits for). */
+export const TEST_SENDS_PER_MINUTE = 10;
+
+/** The end of a grace period still running, else null (an expired one may linger in the row). */
+const graceEnd = (r: repo.SubscriptionRow): string | null =>
+  r.previous_secret !== null &&
+  r.previous_secret_expires_at !== null &&
+  new Date(r.previous_secret_expires_at).getTime() > Date.now()
+    ? iso(r.previous_secret_expires_at)
+    : null;
 
 const present = (r: repo.SubscriptionRow) => ({
   id: r.id,
   url: r.url,
   events: r.events,
   secret: r.secret,
+  previous_secret_expires_at: graceEnd(r),
+  segments: r.segments,
   enabled: r.enabled,
   disabled_reason: r.disabled_reason,
   created_at: iso(r.created_at)!,
@@ -55,9 +80,27 @@ function checkSecret(secret: string | undefined): void {
   }
 }
 
+/**
+ * Every id of a segment filter must be a segment of the workspace: an unknown one (or another
+ * workspace's) is 404 NOT_FOUND naming its position, as an unknown id in a body is elsewhere.
+ */
+async function checkSegments(db: Db, workspaceId: string, ids: readonly string[] | undefined): Promise<void> {
+  for (const [i, id] of (ids ?? []).entries()) {
+    try {
+      await getSegment(db, workspaceId, id);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'NOT_FOUND') throw err;
+      throw new AppError('NOT_FOUND', `segment ${id} not found`, {
+        details: [{ path: `/segments/${i}`, message: 'segment not found' }],
+      });
+    }
+  }
+}
+
 export async function createWebhook(db: Db, workspaceId: string, input: WebhookInput, allowPrivate: boolean) {
   checkSecret(input.secret);
   await checkDestination(input.url, allowPrivate);
+  await checkSegments(db, workspaceId, input.segments);
   if ((await repo.countSubscriptions(db, workspaceId)) >= MAX_SUBSCRIPTIONS) {
     throw new AppError('CONFLICT', `a workspace has at most ${MAX_SUBSCRIPTIONS} webhook subscriptions`);
   }
@@ -67,6 +110,7 @@ export async function createWebhook(db: Db, workspaceId: string, input: WebhookI
     url: input.url,
     events: input.events,
     secret: input.secret ?? newSecret(),
+    segments: input.segments ?? [],
   });
   return present(row);
 }
@@ -92,9 +136,86 @@ export async function updateWebhook(
 ) {
   checkSecret(patch.secret);
   if (patch.url !== undefined) await checkDestination(patch.url, allowPrivate);
+  // A foreign or unknown subscription is 404 before its segment list is judged.
+  if (patch.segments !== undefined && patch.segments.length > 0) {
+    await getWebhook(db, workspaceId, id);
+    await checkSegments(db, workspaceId, patch.segments);
+  }
   const row = await repo.updateSubscription(db, workspaceId, id, patch);
   if (!row) throw notFound('webhook');
   return present(row);
+}
+
+/**
+ * Replaces the secret (the given one, or a new `whsec_` one). The replaced secret keeps signing
+ * deliveries beside the new one for `grace_seconds` (default 24 h), so receivers can switch without
+ * losing any; a rotation during a grace period drops the secret before the replaced one.
+ */
+export async function rotateSecret(db: Db, workspaceId: string, id: string, input: RotateInput) {
+  checkSecret(input.secret);
+  const grace = input.grace_seconds ?? DEFAULT_GRACE_SECONDS;
+  const row = await repo.rotateSecret(db, workspaceId, id, input.secret ?? newSecret(), grace);
+  if (!row) throw notFound('webhook');
+  return present(row);
+}
+
+export interface TestSendResult {
+  delivered: boolean;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+/**
+ * Sends one synthetic `webhook.test` event to the subscription now, signed like a real delivery
+ * (every active secret) and through the same send() (SSRF guard at connect, timeout), and reports
+ * what the receiver answered. Enabled or not. Not a delivery: nothing is stored, nothing retried;
+ * a receiver that fails or hangs is `delivered: false`, never an error of this request.
+ */
+export async function testSend(
+  db: Db,
+  limits: RateLimits,
+  workspaceId: string,
+  id: string,
+  opts: { allowPrivate: boolean; signal: AbortSignal },
+): Promise<TestSendResult> {
+  const sub = await repo.getSubscription(db, workspaceId, id);
+  if (!sub) throw notFound('webhook');
+  // Each call makes the service open a connection somewhere and wait up to the timeout for it.
+  const d = await limits.consume(`webhook-test:${sub.id}`, 'standard', 1, TEST_SENDS_PER_MINUTE);
+  if (!d.allowed) throw rateLimited(d.resetSeconds);
+  const now = new Date();
+  const body = JSON.stringify({
+    id: newSortableId('evt'),
+    type: 'webhook.test',
+    created_at: now.toISOString(),
+    workspace_id: workspaceId,
+    data: {
+      subscription_id: sub.id,
+      message: 'A test delivery requested through the API; nothing happened in the workspace.',
+    },
+  });
+  const deliveryId = newSortableId('dlv');
+  const headers = deliveryHeaders(sub, deliveryId, 'webhook.test', body, Math.floor(now.getTime() / 1000));
+  try {
+    const r = await send(sub.url, body, headers, {
+      timeoutMs: webhookPolicy.timeoutMs,
+      allowPrivate: opts.allowPrivate,
+      signal: opts.signal,
+    });
+    const delivered = r.statusCode !== null && r.statusCode >= 200 && r.statusCode < 300;
+    return {
+      delivered,
+      status_code: r.statusCode,
+      error: r.error ?? (delivered ? null : `HTTP ${r.statusCode}`),
+      duration_ms: r.durationMs,
+    };
+  } catch (err) {
+    // send() reports transport failures itself; anything else (a URL it cannot use) is still the
+    // receiver's side of the test, not a failure of this request.
+    const error = err instanceof Error ? err.message : String(err);
+    return { delivered: false, status_code: null, error: error.slice(0, 500), duration_ms: 0 };
+  }
 }
 
 export async function deleteWebhook(db: Db, workspaceId: string, id: string) {

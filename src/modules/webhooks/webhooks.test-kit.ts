@@ -1,6 +1,8 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
+import type { TestService, TestWorkspace } from '../../../test/harness';
 
 /** A receiver on 127.0.0.1 (port 0) whose answers a test scripts, recording every request. */
 export interface Received {
@@ -80,4 +82,42 @@ export function verifyServiceSignature(secret: string, r: Received): boolean {
   const expected = createHmac('sha256', secret).update(r.body).digest('hex');
   const given = String(r.headers['x-service-signature']);
   return given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+}
+
+/** A subscription to `{rx.url}{path}` (profile.created unless `extra` says otherwise), made by the workspace's admin. */
+export async function subscribeTo<T = { id: string; secret: string; enabled: boolean }>(
+  svc: TestService,
+  rx: Receiver,
+  ws: TestWorkspace,
+  path: string,
+  extra: Record<string, unknown> = {},
+): Promise<T> {
+  const res = await svc.call('POST', '/tenant/webhooks', {
+    key: ws.adminKey,
+    body: { url: `${rx.url}${path}`, events: ['profile.created'], ...extra },
+  });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data as T;
+}
+
+/** An identify of a new person through the real ingest API: the worker creates a profile, a profile.created fact. */
+export async function identifyNew(svc: TestService, ws: TestWorkspace, payload?: Record<string, unknown>) {
+  const res = await svc.call('POST', '/api/ingest', {
+    key: ws.adminKey,
+    body: {
+      event_type: 'identify',
+      event_name: 'Signed in',
+      anonymous_id: randomUUID(),
+      identity: `${randomUUID()}@shop.test`,
+      ...(payload ? { payload } : {}),
+    },
+  });
+  expect(res.status, res.text).toBe(202);
+}
+
+/** The first page of a subscription's deliveries, as the API lists them. */
+export async function listDeliveries(svc: TestService, ws: TestWorkspace, hookId: string) {
+  const res = await svc.call('GET', `/tenant/webhooks/${hookId}/deliveries`, { key: ws.adminKey });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data as Array<Record<string, unknown>>;
 }

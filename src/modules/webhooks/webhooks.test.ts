@@ -7,16 +7,20 @@ import { startTestService, type TestService, type TestWorkspace } from '../../..
 import { waitProcessed } from '../processing/processing.test-kit';
 import { webhookPolicy } from './policy';
 import {
+  identifyNew,
+  listDeliveries,
   type Receiver,
   startReceiver,
+  subscribeTo,
   verifyServiceSignature,
   verifyStandardWebhook,
 } from './webhooks.test-kit';
 
-// Short retries and a fast fan-out, set before the service registers its queues.
+// Short retries, set before the service registers its queues.
 webhookPolicy.backoff = { baseMs: 50, capMs: 200 };
-webhookPolicy.fanoutEvery = 'every 1s';
-webhookPolicy.settleMs = 0;
+// Only the pump fans out here (the schedule's safety net never fires during the tests): these tests
+// are also the pump's.
+webhookPolicy.fanoutEvery = 'every 1h';
 
 let svc: TestService;
 let rx: Receiver;
@@ -29,34 +33,10 @@ afterAll(async () => {
   await Promise.all([svc?.close(), rx?.close()]);
 });
 
-async function subscribe(ws: TestWorkspace, path: string, extra: Record<string, unknown> = {}) {
-  const res = await svc.call('POST', '/tenant/webhooks', {
-    key: ws.adminKey,
-    body: { url: `${rx.url}${path}`, events: ['profile.created'], ...extra },
-  });
-  expect(res.status, res.text).toBe(200);
-  return res.body.data as { id: string; secret: string; enabled: boolean };
-}
-
-/** An identify through the real ingest API: the worker creates a profile, which is a profile.created fact. */
-async function identify(ws: TestWorkspace) {
-  const res = await svc.call('POST', '/api/ingest', {
-    key: ws.adminKey,
-    body: {
-      event_type: 'identify',
-      event_name: 'Signed in',
-      anonymous_id: randomUUID(),
-      identity: `${randomUUID()}@shop.test`,
-    },
-  });
-  expect(res.status, res.text).toBe(202);
-}
-
-async function deliveriesOf(ws: TestWorkspace, hookId: string) {
-  const res = await svc.call('GET', `/tenant/webhooks/${hookId}/deliveries`, { key: ws.adminKey });
-  expect(res.status, res.text).toBe(200);
-  return res.body.data as Array<Record<string, unknown>>;
-}
+const subscribe = (ws: TestWorkspace, path: string, extra: Record<string, unknown> = {}) =>
+  subscribeTo(svc, rx, ws, path, extra);
+const identify = (ws: TestWorkspace) => identifyNew(svc, ws);
+const deliveriesOf = (ws: TestWorkspace, hookId: string) => listDeliveries(svc, ws, hookId);
 
 async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -228,6 +208,77 @@ describe('webhook deliveries', () => {
       webhookPolicy.timeoutMs = timeoutMs;
       hanging.closeAllConnections();
       await new Promise((r) => hanging.close(r));
+    }
+  });
+
+  it('keeps delivering to other receivers while one hangs, which holds only a few attempts at once', async () => {
+    const ws = await svc.newWorkspace();
+    let open = 0;
+    let most = 0;
+    const hanging = http.createServer(() => {
+      most = Math.max(most, ++open);
+    });
+    await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
+    const { port } = hanging.address() as AddressInfo;
+    const stuck = await svc.call('POST', '/tenant/webhooks', {
+      key: ws.adminKey,
+      body: { url: `http://127.0.0.1:${port}/stuck`, events: ['profile.created'] },
+    });
+    expect(stuck.status, stuck.text).toBe(200);
+    await subscribe(ws, '/beside');
+    try {
+      // More attempts to the hanging receiver than the queue has slots (32): without a share per
+      // receiver they would take every slot for the 10 s timeout.
+      const n = 40;
+      await Promise.all(Array.from({ length: n }, () => identify(ws)));
+      await rx.waitFor('/beside', n, webhookPolicy.timeoutMs - 2_000);
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(webhookPolicy.perSubscription);
+    } finally {
+      await svc.call('DELETE', `/tenant/webhooks/${stuck.body.data.id}`, { key: ws.adminKey });
+      hanging.closeAllConnections();
+      await new Promise((r) => hanging.close(r));
+    }
+  });
+
+  it("sends a profile's facts in order: a later one waits while an earlier one is being retried", async () => {
+    const ws = await svc.newWorkspace();
+    const deferMs = webhookPolicy.deferMs;
+    webhookPolicy.deferMs = 300; // the safety-net wait; a release comes sooner
+    try {
+      await subscribe(ws, '/ordered', { events: ['profile.created', 'order.completed'] });
+      // The first two requests fail, whichever fact they carry; then every one succeeds.
+      rx.script('/ordered', [{ status: 500 }, { status: 500 }]);
+      const send = async (body: Record<string, unknown>) =>
+        expect((await svc.call('POST', '/api/ingest', { key: ws.adminKey, body })).status).toBe(202);
+      const identity = `${randomUUID()}@shop.test`;
+      // One person: a profile.created, then three order.completed, all about the same profile.
+      await send({ event_type: 'identify', event_name: 'Signed in', identity });
+      for (let i = 0; i < 3; i++) {
+        await send({
+          event_type: 'order',
+          event_name: 'Order Completed',
+          identity,
+          payload: { order_id: `o-${randomUUID()}`, total: 10 + i, status: 'completed' },
+        });
+      }
+      const got = await rx.waitFor('/ordered', 6, 20_000);
+      const facts = got.map(
+        (r) => JSON.parse(r.body) as { id: string; type: string; data: { total?: number } },
+      );
+      // Each request is the first fact not yet delivered: the created one three times (two 500s),
+      // then the orders in the order they were placed, each once.
+      expect(facts.map((f) => f.type)).toEqual([
+        'profile.created',
+        'profile.created',
+        'profile.created',
+        'order.completed',
+        'order.completed',
+        'order.completed',
+      ]);
+      expect(facts.slice(3).map((f) => f.data.total)).toEqual([10, 11, 12]);
+    } finally {
+      webhookPolicy.deferMs = deferMs;
     }
   });
 
