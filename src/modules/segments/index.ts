@@ -7,3 +7,4 @@
 export { markSegmentWork, type TouchedProfiles } from './mark.step';
 export { eraseProfilesFromSegments, markProfilesForRefresh } from './profile-hooks';
 export { REFRESH_QUEUE, registerSegmentJobs, type SegmentJobOptions } from './refresh.job';
+export { getSegment } from './segments.service';

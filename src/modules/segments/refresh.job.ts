@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db, Queryable } from '../../platform/db';
-import { enqueue, type JobRunner, registerMaintenance } from '../../platform/jobs';
+import { type JobRunner, registerMaintenance, workspaceDrain } from '../../platform/jobs';
 import { timedClosure } from './definitions';
 import { refreshWorkspace } from './membership';
 import { listDirtyWorkspaces, vacuumDirty } from './membership.repo';
@@ -8,11 +8,8 @@ import * as repo from './segments.repo';
 
 /**
  * The `segments.refresh` queue of the job runner. Three kinds of job:
- * - `{workspace_id}`: drain that workspace's work (dirty profiles, full evaluations). Queued with a
- *   per-workspace key by whoever creates work, so a burst of batches makes one job. A running job
- *   holds that key, so work marked between its last look and its end is queued onto it and would
- *   wait: each such job ends by queuing a follow-up under a second key, which looks once more
- *   250 ms later (and hands on to an ordinary job if it found work).
+ * - `{workspace_id}`: drain that workspace's work (dirty profiles, full evaluations), queued per
+ *   workspace by whoever creates work, with a follow-up after each job (platform/jobs drain.ts).
  * - `{sweep: true}` (schedule `segments.sweep`, every minute): the last safety net; it queues a
  *   refresh for every workspace with work left (e.g. a follow-up lost with a crashed process).
  * - `{windows: true}` (schedule `segments.windows`, every minute): time windows (`within_days`) move
@@ -25,26 +22,12 @@ export type RefreshPayload = { workspace_id: string } | { sweep: true } | { wind
 
 /** One job drains for at most this long; the rest goes to a fresh job (the lease stays short). */
 const JOB_BUDGET_MS = 20_000;
-/** How long after a job its follow-up looks again (the marking transactions have committed by then). */
-const FOLLOW_UP_MS = 250;
 
-const mainKey = (workspaceId: string) => `ws:${workspaceId}`;
-const nextKey = (workspaceId: string) => `ws:${workspaceId}:next`;
+const drain = workspaceDrain(REFRESH_QUEUE);
 
 /** Queues a refresh of the workspace (nothing new if one is already queued), in the caller's transaction. */
-export async function enqueueRefresh(
-  q: Queryable,
-  workspaceId: string,
-  key = mainKey(workspaceId),
-  delayMs = 0,
-): Promise<void> {
-  await enqueue(q, {
-    queue: REFRESH_QUEUE,
-    key,
-    workspaceId,
-    delayMs,
-    payload: { workspace_id: workspaceId },
-  });
+export function enqueueRefresh(q: Queryable, workspaceId: string): Promise<void> {
+  return drain.enqueue(q, workspaceId);
 }
 
 export interface SegmentJobOptions {
@@ -64,14 +47,7 @@ export async function registerSegmentJobs(runner: JobRunner, opts: SegmentJobOpt
       }
       const ws = payload.workspace_id;
       const r = await refreshWorkspace(db, ws, { ...opts, signal, budgetMs: JOB_BUDGET_MS });
-      if (job.key === nextKey(ws)) {
-        // A follow-up that found work (or ran out of time) hands on to an ordinary job.
-        if (!r.done || r.worked) await enqueueRefresh(db, ws);
-      } else {
-        // Work marked while this job ran past its last look was queued onto this very job (it holds
-        // the key): a follow-up under the other key looks once more, a moment later.
-        await enqueueRefresh(db, ws, nextKey(ws), r.done ? FOLLOW_UP_MS : 0);
-      }
+      await drain.settle(db, job, ws, r);
     },
     { timeoutMs: 120_000 },
   );
