@@ -19,7 +19,11 @@ import { simulatePurchases } from '../src/modules/intelligence/models/generate';
 import { preparePurchaseData } from '../src/modules/intelligence/models/purchase-data';
 import { fitPurchaseModel } from '../src/modules/intelligence/models/purchase-fit';
 import { summarizeCustomers } from '../src/modules/intelligence/models/summaries';
-import { fitWorkspaceModels, scoreCustomer } from '../src/modules/intelligence/models/workspace-models';
+import {
+  createCustomerScorer,
+  fitWorkspaceModels,
+  scoreCustomer,
+} from '../src/modules/intelligence/models/workspace-models';
 import { engines, load, memoryOf, note, report, sleep, startService } from './lib';
 
 const best = (runs: number, fn: () => unknown): number => {
@@ -60,6 +64,11 @@ function measureCdnowMaster(): void {
   const scoreMs = best(3, () => {
     for (const c of customers) scoreCustomer(models, c);
   });
+  // What the product's rescoring uses: per-(x, T) sums computed once (a fresh scorer per run).
+  const scorerMs = best(3, () => {
+    const score = createCustomerScorer(models);
+    for (const c of customers) score(c);
+  });
   // The ceiling: what one pass of the likelihood over the data costs on this machine right now.
   const llMs = best(20, () => logLikelihoodBgNbd(once.params, data));
   note(`default model ${models.name}; one log-likelihood evaluation ${llMs.toFixed(2)} ms`);
@@ -74,6 +83,12 @@ function measureCdnowMaster(): void {
   report({
     name: `intelligence scoring, CDNOW master (${customers.length} customers)`,
     value: scoreMs,
+    unit: 'ms',
+    target: 'info',
+  });
+  report({
+    name: `intelligence scoring with the workspace scorer, CDNOW master (${customers.length} customers)`,
+    value: scorerMs,
     unit: 'ms',
     target: 'info',
   });
@@ -132,6 +147,10 @@ async function measureSyntheticWorkspace(): Promise<void> {
       `synthetic workspace: ${CUSTOMERS} customers, ${orders} orders written in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
     );
 
+    // RSS once a second during the fit: "flat" means the fit's peak does not grow with the customers.
+    const idle = memoryOf(svc.pid);
+    const samples: number[] = [];
+    const sampler = setInterval(() => samples.push(memoryOf(svc.pid).rssMb), 1000);
     const t1 = performance.now();
     const res = await fetch(`${svc.url}/intelligence/models/fit`, {
       method: 'POST',
@@ -140,6 +159,7 @@ async function measureSyntheticWorkspace(): Promise<void> {
       signal: AbortSignal.timeout(600_000),
     });
     const seconds = (performance.now() - t1) / 1000;
+    clearInterval(sampler);
     const body = (await res.json()) as {
       data: { params: Record<string, number>; rescored: number; customers: number };
     };
@@ -151,6 +171,15 @@ async function measureSyntheticWorkspace(): Promise<void> {
     const rss = memoryOf(svc.pid);
     note(
       `fitted ${JSON.stringify(fitted)} on ${body.data.customers} customers, ${body.data.rescored} rescored; truth ${JSON.stringify(TRUTH)}`,
+    );
+    note(
+      `service RSS: ${idle.rssMb.toFixed(0)} MB idle before the fit; during it, each quarter's peak ${[
+        0, 1, 2, 3,
+      ]
+        .map((q) =>
+          Math.max(...samples.slice((q * samples.length) >> 2, ((q + 1) * samples.length) >> 2)).toFixed(0),
+        )
+        .join(' / ')} MB`,
     );
     report({
       name: `intelligence fit + score through the API, ${CUSTOMERS} synthetic customers (postgres)`,

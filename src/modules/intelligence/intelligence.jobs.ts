@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Queryable } from '../../platform/db';
-import { enqueue, type JobRunner, registerMaintenance } from '../../platform/jobs';
+import { enqueue, type JobRunner, registerMaintenance, workspaceDrain } from '../../platform/jobs';
 import type { SettingsStore } from '../workspaces';
 import * as repo from './intelligence.repo';
 import { drainDirty, fitAndRescore } from './intelligence.service';
@@ -10,10 +10,8 @@ import { drainDirty, fitAndRescore } from './intelligence.service';
  *
  * `intelligence.score` rescores the profiles the pipeline marked for their orders, with the current
  * fit, within seconds:
- * - `{workspace_id}`, keyed per workspace (a burst of batches makes one job). A running job holds its
- *   key, so marks made after its last look are queued onto it and would wait: like the segments'
- *   refresh, each job ends by queuing a follow-up under a second key that looks once more shortly
- *   after (and hands on to an ordinary job if it found work).
+ * - `{workspace_id}`, queued per workspace (a burst of batches makes one job), with a follow-up
+ *   after each job, like the segments' refresh (platform/jobs drain.ts).
  * - `{sweep: true}` (schedule `intelligence.sweep`, every minute): the safety net for marks whose job
  *   was lost.
  *
@@ -30,25 +28,18 @@ type ScorePayload = { workspace_id: string } | { sweep: true };
 type FitPayload = { workspace_id: string } | { all: true };
 
 const JOB_BUDGET_MS = 20_000;
-const FOLLOW_UP_MS = 250;
-const mainKey = (ws: string) => `ws:${ws}`;
-const nextKey = (ws: string) => `ws:${ws}:next`;
+const scoreDrain = workspaceDrain(SCORE_QUEUE);
 
 /** Queues a rescoring of the workspace's marked profiles, in the caller's transaction. */
-export async function enqueueScore(
-  q: Queryable,
-  workspaceId: string,
-  key = mainKey(workspaceId),
-  delayMs = 0,
-) {
-  await enqueue(q, { queue: SCORE_QUEUE, key, workspaceId, delayMs, payload: { workspace_id: workspaceId } });
+export function enqueueScore(q: Queryable, workspaceId: string): Promise<void> {
+  return scoreDrain.enqueue(q, workspaceId);
 }
 
 /** Queues a fit of the workspace (nothing new if one is already queued). */
 export async function enqueueFit(q: Queryable, workspaceId: string): Promise<void> {
   await enqueue(q, {
     queue: FIT_QUEUE,
-    key: mainKey(workspaceId),
+    key: `ws:${workspaceId}`,
     workspaceId,
     payload: { workspace_id: workspaceId },
   });
@@ -73,11 +64,7 @@ export async function registerIntelligenceJobs(
       const ws = payload.workspace_id;
       const r = await drainDirty(db, opts.settings, ws, JOB_BUDGET_MS);
       if (r.refit) await enqueueFit(db, ws);
-      if (job.key === nextKey(ws)) {
-        if (!r.done || r.scored > 0) await enqueueScore(db, ws);
-      } else {
-        await enqueueScore(db, ws, nextKey(ws), r.done ? FOLLOW_UP_MS : 0);
-      }
+      await scoreDrain.settle(db, job, ws, { done: r.done, worked: r.scored > 0 });
     },
     { timeoutMs: 60_000 },
   );
@@ -97,6 +84,9 @@ export async function registerIntelligenceJobs(
           model: r.fit.models.name,
           rescored: r.rescored,
           complete: r.complete,
+          summaries_ms: Math.round(r.timings.summariesMs),
+          fit_ms: Math.round(r.timings.fitMs),
+          rescore_ms: Math.round(r.timings.rescoreMs),
         },
         'intelligence: workspace fitted',
       );

@@ -3,8 +3,18 @@ import { type OutboxFact, writeOutboxMany } from '../outbox';
 import { lockProfiles, storeScores } from '../profiles';
 import { markProfilesForRefresh } from '../segments';
 import * as repo from './intelligence.repo';
-import { type ScoreSettings, type StoredFit, scoreSummary, toSummary } from './scoring';
-import { readProfileSummaries } from './summaries.repo';
+import { createSummaryScorer, type ScoreSettings, type StoredFit, toSummary } from './scoring';
+import { readProfileSummaries, readSummaryRange } from './summaries.repo';
+
+export interface RescoreOptions {
+  /** A scorer of this fit and settings kept across calls (it remembers per-(x, T) sums). */
+  score?: ReturnType<typeof createSummaryScorer>;
+  /**
+   * The ids are every customer in this id range (the fit's pages): their summaries are read as one
+   * index range instead of one probe per id; rows of profiles not locked here are dropped.
+   */
+  range?: { after: string; last: string };
+}
 
 /**
  * Rescoring a set of profiles with a stored fit, in the caller's transaction, which must hold the
@@ -28,6 +38,7 @@ export async function rescoreProfiles(
   profileIds: readonly string[],
   asOf: Date,
   settings: ScoreSettings,
+  options: RescoreOptions = {},
 ): Promise<{ scored: number; escalated: number }> {
   if (profileIds.length === 0) return { scored: 0, escalated: 0 };
   const { rows } = await lockProfiles(tx, profileIds);
@@ -38,12 +49,17 @@ export async function rescoreProfiles(
     workspaceId,
     profileIds.filter((id) => !liveSet.has(id)),
   );
-  const summaries = await readProfileSummaries(tx, workspaceId, asOf, live);
+  const summaries = options.range
+    ? (await readSummaryRange(tx, workspaceId, asOf, options.range.after, options.range.last)).filter((r) =>
+        liveSet.has(r.profile_id),
+      )
+    : await readProfileSummaries(tx, workspaceId, asOf, live);
+  const score = options.score ?? createSummaryScorer(fit, settings);
   const standing = await repo.readEscalated(tx, workspaceId, live);
   const scores: repo.ScoreRow[] = [];
   const facts: OutboxFact[] = [];
   for (const row of summaries) {
-    const s = scoreSummary(fit, toSummary(row), settings);
+    const s = score(toSummary(row));
     const high = s.churnRiskScore >= settings.churnThreshold;
     if (high && !standing.has(row.profile_id)) {
       facts.push({

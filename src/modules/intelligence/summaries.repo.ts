@@ -48,12 +48,94 @@ const SUMMARY_SQL = (filter: string) => `
 /** Customers per statement when a whole workspace is read. */
 export const SUMMARY_CHUNK = 20_000;
 
+/** Below every uuid: where paging by profile id starts. */
+export const FIRST_PROFILE_ID = '00000000-0000-0000-0000-000000000000';
+
 /**
- * Every customer of the workspace with a completed order at or before asOf, by profile id, read
- * `chunk` customers per statement: one statement over a workspace of 1M customers and 2.4M orders
- * ran past the statement time bound (503 after 5 s, `npm run bench -- intelligence`), and on
- * PGlite it would hold the only connection for all of it.
+ * The next `limit` customers (distinct profile ids with a completed order by asOf) after `after`,
+ * by id: the pages the fit's rescoring walks, one transaction each.
  */
+export async function listCustomerPage(
+  q: Queryable,
+  workspaceId: string,
+  asOf: Date,
+  after: string,
+  limit: number,
+): Promise<string[]> {
+  const { rows } = await q.query<{ profile_id: string }>(
+    `SELECT DISTINCT profile_id FROM orders
+      WHERE workspace_id = $1 AND profile_id > $2 AND status = 'completed' AND occurred_at <= $3
+      ORDER BY profile_id LIMIT $4`,
+    [workspaceId, after, asOf, limit],
+  );
+  return rows.map((r) => r.profile_id);
+}
+
+/**
+ * The summaries of every customer whose id is in (after, last], read as one range of
+ * orders_profile_idx (ordered by workspace, profile, time). Probing the index once per id
+ * (`= ANY` of 20,000 ids) cost almost twice as much: 900 ms against 510 ms per 20,000 customers,
+ * measured on 200k synthetic customers (EXPLAIN ANALYZE).
+ */
+export async function readSummaryRange(
+  q: Queryable,
+  workspaceId: string,
+  asOf: Date,
+  after: string,
+  last: string,
+): Promise<SummaryRow[]> {
+  const { rows } = await q.query<SummaryRow>(SUMMARY_SQL('AND o.profile_id > $3 AND o.profile_id <= $4'), [
+    workspaceId,
+    asOf,
+    after,
+    last,
+  ]);
+  return rows;
+}
+
+/**
+ * Every customer of the workspace with a completed order at or before asOf, by profile id, `chunk`
+ * customers per statement, in order, with at most `parallel` pages read at once (each statement
+ * runs on one backend, one core) and only those in memory. One statement over a workspace of 1M
+ * customers and 2.4M orders ran past the statement time bound (503 after 5 s, `npm run bench --
+ * intelligence`), and on PGlite it would hold the only connection for all of it. The page bounds
+ * come from listing the ids, which is far cheaper than summarizing them (60 against 510 ms).
+ */
+export async function* streamWorkspaceSummaries(
+  q: Queryable,
+  workspaceId: string,
+  asOf: Date,
+  chunk = SUMMARY_CHUNK,
+  parallel = 1,
+): AsyncGenerator<SummaryRow[]> {
+  const pending: Promise<SummaryRow[]>[] = [];
+  let after = FIRST_PROFILE_ID;
+  let listed = false;
+  const fill = async () => {
+    while (!listed && pending.length < parallel) {
+      const ids = await listCustomerPage(q, workspaceId, asOf, after, chunk);
+      if (ids.length < chunk) listed = true;
+      if (ids.length === 0) return;
+      const last = ids[ids.length - 1]!;
+      const page = readSummaryRange(q, workspaceId, asOf, after, last);
+      // Awaited in turn below; this only keeps an abandoned read from being an unhandled rejection.
+      page.catch(() => {});
+      pending.push(page);
+      after = last;
+    }
+  };
+  for (;;) {
+    await fill();
+    const next = pending.shift();
+    if (!next) return;
+    const page = await next;
+    // Start the next read before the caller works through this page.
+    await fill();
+    if (page.length > 0) yield page;
+  }
+}
+
+/** Every customer's summary at once (tests and small workspaces; the fit streams). */
 export async function readWorkspaceSummaries(
   q: Queryable,
   workspaceId: string,
@@ -61,18 +143,8 @@ export async function readWorkspaceSummaries(
   chunk = SUMMARY_CHUNK,
 ): Promise<SummaryRow[]> {
   const out: SummaryRow[] = [];
-  for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
-    const { rows } = await q.query<{ profile_id: string }>(
-      `SELECT DISTINCT profile_id FROM orders
-        WHERE workspace_id = $1 AND profile_id > $2 AND status = 'completed' AND occurred_at <= $3
-        ORDER BY profile_id LIMIT $4`,
-      [workspaceId, after, asOf, chunk],
-    );
-    const ids = rows.map((r) => r.profile_id);
-    out.push(...(await readProfileSummaries(q, workspaceId, asOf, ids)));
-    if (ids.length < chunk) return out;
-    after = ids[ids.length - 1]!;
-  }
+  for await (const page of streamWorkspaceSummaries(q, workspaceId, asOf, chunk)) out.push(...page);
+  return out;
 }
 
 /** The summaries of these profiles (those without a completed order by asOf are absent). */

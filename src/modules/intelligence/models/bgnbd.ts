@@ -10,7 +10,7 @@
  */
 import { type FrequencyRecency, logShifted, type PurchaseData } from './purchase-data';
 import { avoidSingularity, type PurchaseModel, type PurchaseParams } from './purchase-model';
-import { hyp2f1, logAddExp, logBeta, logGamma } from './special';
+import { hyp2f1, logBeta, logGamma } from './special';
 
 /** Σ log-likelihood, FHL (2005) eq. (6), written as lifetimes does with A1…A4 in log space. */
 export function logLikelihoodBgNbd({ r, alpha, a, b }: PurchaseParams, data: PurchaseData): number {
@@ -26,12 +26,25 @@ export function logLikelihoodBgNbd({ r, alpha, a, b }: PurchaseParams, data: Pur
   const logA = Math.log(a);
   const logAlphaT = logShifted(alpha, data.distinctT);
   const logAlphaTx = logShifted(alpha, data.distinctTx);
+  // Per distinct x: r + x and ln a − ln(b + x − 1). The loop below runs once per row and
+  // per evaluation (hundreds of thousands × hundreds on a large workspace), so it does only the
+  // row's own work: logAddExp written out (same arithmetic, no call, no max/min).
+  const rx = new Float64Array(k);
+  const c4 = new Float64Array(k);
+  for (let i = 0; i < k; i++) {
+    rx[i] = r + data.distinctX[i]!;
+    c4[i] = logA - logBx1[i]!;
+  }
   let sum = 0;
   for (let j = 0; j < data.x.length; j++) {
-    const x = data.x[j]!;
     const i = data.xIndex[j]!;
-    const a3 = -(r + x) * logAlphaT[data.TIndex[j]!]!;
-    const tail = x > 0 ? logAddExp(a3, logA - logBx1[i]! - (r + x) * logAlphaTx[data.txIndex[j]!]!) : a3;
+    const ri = rx[i]!;
+    const a3 = -ri * logAlphaT[data.TIndex[j]!]!;
+    let tail = a3;
+    if (data.x[j]! > 0) {
+      const a4 = c4[i]! - ri * logAlphaTx[data.txIndex[j]!]!;
+      tail = a3 >= a4 ? a3 + Math.log1p(Math.exp(a4 - a3)) : a4 + Math.log1p(Math.exp(a3 - a4));
+    }
     sum += data.weight[j]! * (head[i]! + tail);
   }
   return sum;
@@ -63,16 +76,28 @@ export function expectedPurchasesBgNbd(
   customer: FrequencyRecency,
 ): number {
   if (!(t > 0)) return 0;
+  const numerator = expectedPurchasesIfAliveBgNbd(params, t, customer);
+  return customer.x > 0 ? numerator / (1 + Math.exp(logOddsDead(params, customer))) : numerator;
+}
+
+/**
+ * The numerator of eq. (10): E[Y(t) | x, t_x, T] = P(alive) · this. It depends on x and T only (not on
+ * t_x), so scoring a workspace computes it once per distinct (x, T) (workspace-models.ts).
+ */
+export function expectedPurchasesIfAliveBgNbd(
+  params: PurchaseParams,
+  t: number,
+  { x, T }: Pick<FrequencyRecency, 'x' | 'T'>,
+): number {
+  if (!(t > 0)) return 0;
   const { r, alpha, b } = params;
   const a = avoidSingularity(params.a, 1);
-  const { x, T } = customer;
   // C = a+b+x−1 is ≤ 0 only for x = 0 with a + b ≤ 1; its only pole there is C = 0 (removable here:
   // the factor C in front cancels it).
   const c = avoidSingularity(a + b + x - 1, 0);
   const oneMinusZ = (alpha + T) / (alpha + T + t);
   const f = hyp2f1(a + b - 1 - r, a - 1, c, t / (alpha + T + t));
-  const numerator = (c / (a - 1)) * (1 - oneMinusZ ** (a - 1) * f);
-  return x > 0 ? numerator / (1 + Math.exp(logOddsDead(params, customer))) : numerator;
+  return (c / (a - 1)) * (1 - oneMinusZ ** (a - 1) * f);
 }
 
 /** E[X(t)] for a newly acquired customer, FHL (2005) eq. (9): the x = 0, T = 0 case of eq. (10). */
@@ -85,5 +110,6 @@ export const bgNbd: PurchaseModel = {
   logLikelihood: logLikelihoodBgNbd,
   pAlive: pAliveBgNbd,
   expectedPurchases: expectedPurchasesBgNbd,
+  expectedPurchasesIfAlive: expectedPurchasesIfAliveBgNbd,
   expectedPurchasesNew: expectedPurchasesNewBgNbd,
 };

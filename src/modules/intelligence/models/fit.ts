@@ -5,7 +5,13 @@
  * standard cure for Nelder–Mead's occasional premature collapse. Everything is bounded, so a fit
  * always ends, and it says whether it converged.
  */
-import { type MinimizeOptions, minimizeNelderMead } from './nelder-mead';
+import {
+  type MinimizeOptions,
+  type MinimizeResult,
+  nelderMeadSteps,
+  runToEnd,
+  type Steps,
+} from './nelder-mead';
 
 export interface MaximumLikelihoodResult {
   /** exp of the optimal log-parameters. */
@@ -19,6 +25,11 @@ export interface MaximumLikelihoodResult {
 export interface FitOptions extends MinimizeOptions {
   /** Restarts of the simplex at the best point found (default 4). */
   maxRestarts?: number;
+  /**
+   * Purchase models: above this many distinct (x, t_x, T) rows, start from a fit on week-rounded
+   * data (default WARM_START_ROWS, purchase-fit.ts; Infinity: never).
+   */
+  warmStartAbove?: number;
 }
 
 /** Log-parameters outside ±LOG_LIMIT mean a degenerate fit (θ < 1e-13 or > 4e8): treated as +∞. */
@@ -34,6 +45,16 @@ export function maximizeLikelihood(
   starts: number[][],
   options: FitOptions = {},
 ): MaximumLikelihoodResult {
+  return runToEnd(maximizeLikelihoodSteps(logLikelihood, customers, starts, options));
+}
+
+/** maximizeLikelihood as steps (see nelder-mead.ts `Steps`). */
+export function* maximizeLikelihoodSteps(
+  logLikelihood: (params: number[]) => number,
+  customers: number,
+  starts: number[][],
+  options: FitOptions = {},
+): Steps<MaximumLikelihoodResult> {
   const objective = (logParams: number[]): number => {
     if (logParams.some((v) => Math.abs(v) > LOG_LIMIT)) return Number.POSITIVE_INFINITY;
     return -logLikelihood(logParams.map(Math.exp)) / customers;
@@ -46,7 +67,7 @@ export function maximizeLikelihood(
   let evaluations = 0;
   let best: { x: number[]; fx: number; converged: boolean } | null = null;
   for (const start of starts) {
-    const r = minimizeNelderMead(objective, start.map(Math.log), options);
+    const r: MinimizeResult = yield* nelderMeadSteps(objective, start.map(Math.log), options);
     iterations += r.iterations;
     evaluations += r.evaluations;
     if (!best || r.fx < best.fx) best = r;
@@ -56,7 +77,7 @@ export function maximizeLikelihood(
   // the value tolerance). Still improving after maxRestarts restarts is reported as not converged.
   let confirmed = false;
   for (let i = 0; i < maxRestarts && !confirmed; i++) {
-    const r = minimizeNelderMead(objective, best.x, { ...options, initialStep: 0.05 });
+    const r: MinimizeResult = yield* nelderMeadSteps(objective, best.x, { ...options, initialStep: 0.05 });
     iterations += r.iterations;
     evaluations += r.evaluations;
     confirmed = r.converged && best.fx - r.fx <= (options.fTolerance ?? 1e-10) * 10;

@@ -7,7 +7,8 @@
  * correlation of x and z̄ should be small). Only repeat purchases are used, so the first order (often
  * discounted or atypical) does not bias the mean.
  */
-import { type FitOptions, maximizeLikelihood } from './fit';
+import { type FitOptions, maximizeLikelihoodSteps } from './fit';
+import { runToEnd, type Steps } from './nelder-mead';
 import { logGamma } from './special';
 
 export interface GammaGammaParams {
@@ -39,26 +40,66 @@ export function selectSpendObservations(rows: readonly SpendObservation[]): Spen
   return rows.filter((r) => r.x > 0 && r.zbar > 0 && Number.isFinite(r.zbar));
 }
 
-/** Spend rows ready for repeated likelihood evaluations: ln z̄ per row, x-only terms per distinct x. */
-interface SpendData {
+/**
+ * Spend rows ready for repeated likelihood evaluations: customers with the same (x, z̄) condensed into
+ * one row with a weight (order values are often round amounts, so many repeat buyers share one),
+ * ln z̄ per row, x-only terms per distinct x.
+ */
+export interface SpendData {
   logZbar: Float64Array;
   x: Float64Array;
   zbar: Float64Array;
+  weight: Float64Array;
   xIndex: Int32Array;
   distinctX: Float64Array;
+  /** Customers used (Σ weight). */
+  customers: number;
+  /** Their mean z̄ (a starting point of the fit). */
+  meanZbar: number;
 }
 
-function prepareSpendData(rows: readonly SpendObservation[]): SpendData {
-  const used = rows.filter((r) => r.x > 0);
-  const distinct = [...new Set(used.map((r) => r.x))].sort((a, b) => a - b);
-  const position = new Map(distinct.map((x, i) => [x, i]));
+/** Condenses spend observations one customer at a time; only x > 0, z̄ > 0 (finite) ones are kept. */
+export interface SpendAccumulator {
+  add(r: SpendObservation): void;
+  finish(): SpendData;
+}
+
+export function createSpendAccumulator(): SpendAccumulator {
+  const groups = new Map<string, { x: number; zbar: number; weight: number }>();
+  let customers = 0;
+  let sum = 0;
   return {
-    logZbar: Float64Array.from(used, (r) => Math.log(r.zbar)),
-    x: Float64Array.from(used, (r) => r.x),
-    zbar: Float64Array.from(used, (r) => r.zbar),
-    xIndex: Int32Array.from(used, (r) => position.get(r.x)!),
-    distinctX: Float64Array.from(distinct),
+    add(r) {
+      if (!(r.x > 0 && r.zbar > 0 && Number.isFinite(r.zbar))) return;
+      customers++;
+      sum += r.zbar;
+      const key = `${r.x}|${r.zbar}`;
+      const g = groups.get(key);
+      if (g) g.weight++;
+      else groups.set(key, { x: r.x, zbar: r.zbar, weight: 1 });
+    },
+    finish() {
+      const used = [...groups.values()];
+      const distinct = [...new Set(used.map((r) => r.x))].sort((a, b) => a - b);
+      const position = new Map(distinct.map((x, i) => [x, i]));
+      return {
+        logZbar: Float64Array.from(used, (r) => Math.log(r.zbar)),
+        x: Float64Array.from(used, (r) => r.x),
+        zbar: Float64Array.from(used, (r) => r.zbar),
+        weight: Float64Array.from(used, (r) => r.weight),
+        xIndex: Int32Array.from(used, (r) => position.get(r.x)!),
+        distinctX: Float64Array.from(distinct),
+        customers,
+        meanZbar: sum / Math.max(1, customers),
+      };
+    },
   };
+}
+
+export function prepareSpendData(rows: readonly SpendObservation[]): SpendData {
+  const acc = createSpendAccumulator();
+  for (const r of rows) acc.add(r);
+  return acc.finish();
 }
 
 /**
@@ -77,7 +118,9 @@ function logLikelihoodSpendData({ p, q, gamma }: GammaGammaParams, d: SpendData)
   for (let j = 0; j < d.x.length; j++) {
     const x = d.x[j]!;
     const px = p * x;
-    sum += head[d.xIndex[j]!]! + (px - 1) * d.logZbar[j]! - (px + q) * Math.log(gamma + x * d.zbar[j]!);
+    sum +=
+      d.weight[j]! *
+      (head[d.xIndex[j]!]! + (px - 1) * d.logZbar[j]! - (px + q) * Math.log(gamma + x * d.zbar[j]!));
   }
   return sum;
 }
@@ -89,17 +132,19 @@ export function logLikelihoodGammaGamma(params: GammaGammaParams, rows: readonly
 
 /** Maximum-likelihood fit on the customers with x > 0 and z̄ > 0. */
 export function fitGammaGamma(rows: readonly SpendObservation[], options: FitOptions = {}): GammaGammaFit {
-  const used = selectSpendObservations(rows);
-  const data = prepareSpendData(used);
-  const mean = used.reduce((s, r) => s + r.zbar, 0) / Math.max(1, used.length);
+  return runToEnd(fitGammaGammaSteps(prepareSpendData(rows), options));
+}
+
+/** fitGammaGamma on condensed data, as steps (see nelder-mead.ts `Steps`). */
+export function* fitGammaGammaSteps(data: SpendData, options: FitOptions = {}): Steps<GammaGammaFit> {
   const toParams = ([p, q, gamma]: number[]): GammaGammaParams => ({ p: p!, q: q!, gamma: gamma! });
   // Starts: all ones (lifetimes), and one whose population mean pγ/(q−1) equals the observed mean.
-  const result = maximizeLikelihood(
+  const result = yield* maximizeLikelihoodSteps(
     (θ) => logLikelihoodSpendData(toParams(θ), data),
-    Math.max(1, used.length),
+    Math.max(1, data.customers),
     [
       [1, 1, 1],
-      [2, 3, Math.max(mean, 1e-6)],
+      [2, 3, Math.max(data.meanZbar, 1e-6)],
     ],
     options,
   );
@@ -107,10 +152,10 @@ export function fitGammaGamma(rows: readonly SpendObservation[], options: FitOpt
     model: 'gamma_gamma',
     params: toParams(result.params),
     logLikelihood: result.logLikelihood,
-    converged: result.converged && used.length > 0,
+    converged: result.converged && data.customers > 0,
     iterations: result.iterations,
     evaluations: result.evaluations,
-    customers: used.length,
+    customers: data.customers,
   };
 }
 

@@ -59,6 +59,7 @@ export {
 } from './summaries';
 export {
   type CustomerScore,
+  createCustomerScorer,
   fitWorkspaceModels,
   type ScoreOptions,
   scoreCustomer,

@@ -9,7 +9,7 @@
  */
 import { type FrequencyRecency, logShifted, type PurchaseData } from './purchase-data';
 import { avoidSingularity, type PurchaseModel, type PurchaseParams } from './purchase-model';
-import { hyp2f1, logAddExp, logBeta, logGamma } from './special';
+import { hyp2f1, logBeta, logGamma } from './special';
 
 /**
  * Σ log-likelihood (Batislam et al. 2007, Appendix A):
@@ -29,13 +29,22 @@ export function logLikelihoodMbgNbd({ r, alpha, a, b }: PurchaseParams, data: Pu
   const logA = Math.log(a);
   const logAlphaT = logShifted(alpha, data.distinctT);
   const logAlphaTx = logShifted(alpha, data.distinctTx);
+  // Per distinct x: r + x and ln a − ln(b + x); the row loop as in bgnbd.ts (logAddExp written out).
+  const rx = new Float64Array(k);
+  const c4 = new Float64Array(k);
+  for (let i = 0; i < k; i++) {
+    rx[i] = r + data.distinctX[i]!;
+    c4[i] = logA - logBx[i]!;
+  }
   let sum = 0;
   for (let j = 0; j < data.x.length; j++) {
-    const x = data.x[j]!;
     const i = data.xIndex[j]!;
-    const a3 = -(r + x) * logAlphaT[data.TIndex[j]!]!;
-    const a4 = logA - logBx[i]! - (r + x) * logAlphaTx[data.txIndex[j]!]!;
-    sum += data.weight[j]! * (head[i]! + logAddExp(a3, a4));
+    const ri = rx[i]!;
+    const a3 = -ri * logAlphaT[data.TIndex[j]!]!;
+    const a4 = c4[i]! - ri * logAlphaTx[data.txIndex[j]!]!;
+    sum +=
+      data.weight[j]! *
+      (head[i]! + (a3 >= a4 ? a3 + Math.log1p(Math.exp(a4 - a3)) : a4 + Math.log1p(Math.exp(a3 - a4))));
   }
   return sum;
 }
@@ -61,13 +70,22 @@ export function expectedPurchasesMbgNbd(
   customer: FrequencyRecency,
 ): number {
   if (!(t > 0)) return 0;
+  return expectedPurchasesIfAliveMbgNbd(params, t, customer) / (1 + Math.exp(logOddsDead(params, customer)));
+}
+
+/** The factor of E[Y(t) | x, t_x, T] besides P(alive); it depends on x and T only (see bgnbd.ts). */
+export function expectedPurchasesIfAliveMbgNbd(
+  params: PurchaseParams,
+  t: number,
+  { x, T }: Pick<FrequencyRecency, 'x' | 'T'>,
+): number {
+  if (!(t > 0)) return 0;
   const { r, alpha, b } = params;
   const a = avoidSingularity(params.a, 1);
-  const { x, T } = customer;
   const c = a + b + x;
   const oneMinusZ = (alpha + T) / (alpha + T + t);
   const f = hyp2f1(a + b - r, a - 1, c, t / (alpha + T + t));
-  return ((c / (a - 1)) * (1 - oneMinusZ ** (a - 1) * f)) / (1 + Math.exp(logOddsDead(params, customer)));
+  return (c / (a - 1)) * (1 - oneMinusZ ** (a - 1) * f);
 }
 
 /** E[X(t)] for a new customer: b/(a−1) · [1 − (α/(α+t))^r 2F1(r, b+1; a+b; t/(α+t))], the T = 0 case. */
@@ -80,5 +98,6 @@ export const mbgNbd: PurchaseModel = {
   logLikelihood: logLikelihoodMbgNbd,
   pAlive: pAliveMbgNbd,
   expectedPurchases: expectedPurchasesMbgNbd,
+  expectedPurchasesIfAlive: expectedPurchasesIfAliveMbgNbd,
   expectedPurchasesNew: expectedPurchasesNewMbgNbd,
 };

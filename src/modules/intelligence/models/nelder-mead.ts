@@ -30,6 +30,39 @@ export function minimizeNelderMead(
   x0: number[],
   options: MinimizeOptions = {},
 ): MinimizeResult {
+  return runToEnd(nelderMeadSteps(f, x0, options));
+}
+
+/**
+ * A computation that pauses (yields) between units of work: a fit over a million customers is
+ * thousands of likelihood evaluations of a few ms each, and the product runs it on the event loop
+ * that also serves requests, so its shell drives it with `runCooperatively` and lets requests in
+ * between. The pure API and the tests drive it to the end in one go (`runToEnd`).
+ */
+export type Steps<T> = Generator<void, T, void>;
+
+export function runToEnd<T>(steps: Steps<T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** Drives the steps, calling yieldNow between them (it decides when a turn of the event loop is due). */
+export async function runCooperatively<T>(steps: Steps<T>, yieldNow: () => Promise<void>): Promise<T> {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    await yieldNow();
+  }
+}
+
+/** minimizeNelderMead as steps: one pause per simplex iteration. */
+export function* nelderMeadSteps(
+  f: (x: number[]) => number,
+  x0: number[],
+  options: MinimizeOptions = {},
+): Steps<MinimizeResult> {
   const n = x0.length;
   const xTol = options.xTolerance ?? 1e-8;
   const fTol = options.fTolerance ?? 1e-10;
@@ -66,6 +99,7 @@ export function minimizeNelderMead(
       break;
     }
     iterations++;
+    yield;
     const best = values[0]!;
     const worst = values[n]!;
     const secondWorst = values[n - 1]!;

@@ -31,40 +31,157 @@ export interface PurchaseData {
 
 /** Validate and condense summaries. Throws on values no summary can have (x < 0, t_x > T, …). */
 export function preparePurchaseData(rows: readonly FrequencyRecency[]): PurchaseData {
-  const groups = new Map<string, { x: number; tx: number; T: number; weight: number }>();
+  const acc = createPurchaseAccumulator();
+  for (const r of rows) acc.add(r);
+  return acc.finish();
+}
+
+/**
+ * preparePurchaseData one customer at a time: the product streams a workspace's summaries page by
+ * page and keeps only the condensed triples (a few hundred thousand at most for a million customers,
+ * since t_x and T are whole days), never the customers themselves.
+ */
+export interface PurchaseAccumulator {
+  /** Adds `weight` customers with this history (validated). */
+  add(r: FrequencyRecency, weight?: number): void;
+  finish(): PurchaseData;
+}
+
+export function createPurchaseAccumulator(): PurchaseAccumulator {
+  // The rows live in typed columns (32 bytes a row) and are found by a key. Summaries are whole
+  // days (t_x, T = days / 7), so the key is numeric: per x, a small integer packing the two day
+  // counts. Before, a string key ("x|t_x|T") and an object per row: at 1M synthetic customers
+  // (300,869 distinct triples) much of what the fit's memory grew by, and slow to fill (with the
+  // RFM columns of then, 1.3 s for 1M customers; the whole fit accumulator now 0.45 s). Anything
+  // else (times that are not whole days, as in simulations) takes the string key. Rows keep the
+  // order they were first seen in either way, so the condensed data, and the fit, are as before.
+  const rows = createRows(4);
+  const byDays = new Map<number, Map<number, number>>();
+  const byString = new Map<string, number>();
+  let customers = 0;
   let repeatBuyers = 0;
-  for (const r of rows) {
-    assertValidTriple(r);
-    if (r.x > 0) repeatBuyers++;
-    const key = `${r.x}|${r.tx}|${r.T}`;
-    const g = groups.get(key);
-    if (g) g.weight++;
-    else groups.set(key, { x: r.x, tx: r.tx, T: r.T, weight: 1 });
-  }
-  const list = [...groups.values()];
-  const byX = indexDistinct(list.map((g) => g.x));
-  const byT = indexDistinct(list.map((g) => g.T));
-  const byTx = indexDistinct(list.map((g) => g.tx));
+  const rowOf = (r: FrequencyRecency): number => {
+    const txDays = wholeDays(r.tx);
+    const TDays = wholeDays(r.T);
+    if (txDays >= 0 && TDays >= 0 && Number.isSafeInteger(r.x)) {
+      let inner = byDays.get(r.x);
+      if (!inner) {
+        inner = new Map();
+        byDays.set(r.x, inner);
+      }
+      // Below 2³⁰: a small integer (no heap number per key).
+      const key = txDays * DAY_KEY_SPAN + TDays;
+      const row = inner.get(key);
+      if (row !== undefined) return row;
+      inner.set(key, rows.length);
+    } else {
+      const key = `${r.x}|${r.tx}|${r.T}`;
+      const row = byString.get(key);
+      if (row !== undefined) return row;
+      byString.set(key, rows.length);
+    }
+    rows.push(r.x, r.tx, r.T, 0);
+    return rows.length - 1;
+  };
   return {
-    x: Float64Array.from(list, (g) => g.x),
-    tx: Float64Array.from(list, (g) => g.tx),
-    T: Float64Array.from(list, (g) => g.T),
-    weight: Float64Array.from(list, (g) => g.weight),
+    add(r, weight = 1) {
+      assertValidTriple(r);
+      customers += weight;
+      if (r.x > 0) repeatBuyers += weight;
+      const row = rowOf(r); // before reading the columns: adding a row may replace them
+      rows.columns[3]![row]! += weight;
+    },
+    finish() {
+      const [x, tx, T, w] = rows.columns.map((c) => c.slice(0, rows.length)) as [
+        Float64Array,
+        Float64Array,
+        Float64Array,
+        Float64Array,
+      ];
+      return condensedData(x, tx, T, w, customers, repeatBuyers);
+    },
+  };
+}
+
+/** Day counts below this (89 years) make a numeric key: t_x days · span + T days < 2³⁰. */
+const DAY_KEY_SPAN = 1 << 15;
+
+/** v · 7 when v is a whole number of days (weeks as the summaries give them) below DAY_KEY_SPAN, else −1. */
+function wholeDays(v: number): number {
+  const days = Math.round(v * 7);
+  return days / 7 === v && days >= 0 && days < DAY_KEY_SPAN ? days : -1;
+}
+
+/** `width` growable Float64Array columns of equal length. */
+function createRows(width: number) {
+  let capacity = 1024;
+  const rows = {
+    columns: Array.from({ length: width }, () => new Float64Array(capacity)),
+    length: 0,
+    push(...values: number[]) {
+      if (rows.length === capacity) {
+        capacity *= 2;
+        rows.columns = rows.columns.map((c) => {
+          const grown = new Float64Array(capacity);
+          grown.set(c);
+          return grown;
+        });
+      }
+      for (let i = 0; i < width; i++) rows.columns[i]![rows.length] = values[i]!;
+      rows.length++;
+    },
+  };
+  return rows;
+}
+
+/**
+ * The same customers with t_x and T rounded to whole weeks (rounding keeps t_x ≤ T). Far fewer
+ * distinct triples: a cheap fit on it lands within a fraction of a percent of the exact optimum,
+ * which is where the exact fit then starts (purchase-fit.ts).
+ */
+export function coarsenPurchaseData(data: PurchaseData): PurchaseData {
+  const acc = createPurchaseAccumulator();
+  for (let j = 0; j < data.x.length; j++) {
+    const x = data.x[j]!;
+    acc.add({ x, tx: x > 0 ? Math.round(data.tx[j]!) : 0, T: Math.round(data.T[j]!) }, data.weight[j]!);
+  }
+  return acc.finish();
+}
+
+function condensedData(
+  x: Float64Array,
+  tx: Float64Array,
+  T: Float64Array,
+  weight: Float64Array,
+  customers: number,
+  repeatBuyers: number,
+): PurchaseData {
+  const byX = indexDistinct(x);
+  const byT = indexDistinct(T);
+  const byTx = indexDistinct(tx);
+  return {
+    x,
+    tx,
+    T,
+    weight,
     xIndex: byX.index,
     distinctX: byX.distinct,
     TIndex: byT.index,
     distinctT: byT.distinct,
     txIndex: byTx.index,
     distinctTx: byTx.distinct,
-    customers: rows.length,
+    customers,
     repeatBuyers,
   };
 }
 
-function indexDistinct(values: readonly number[]): { distinct: Float64Array; index: Int32Array } {
-  const distinct = [...new Set(values)].sort((p, q) => p - q);
-  const position = new Map(distinct.map((v, i) => [v, i]));
-  return { distinct: Float64Array.from(distinct), index: Int32Array.from(values, (v) => position.get(v)!) };
+function indexDistinct(values: Float64Array): { distinct: Float64Array; index: Int32Array } {
+  const distinct = Float64Array.from(new Set(values)).sort();
+  const position = new Map<number, number>();
+  for (let i = 0; i < distinct.length; i++) position.set(distinct[i]!, i);
+  const index = new Int32Array(values.length);
+  for (let i = 0; i < values.length; i++) index[i] = position.get(values[i]!)!;
+  return { distinct, index };
 }
 
 /** ln(α + v) for each distinct v: the per-evaluation cache the likelihoods index into. */

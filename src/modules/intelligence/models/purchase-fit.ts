@@ -1,7 +1,8 @@
 import { bgNbd } from './bgnbd';
-import { type FitOptions, maximizeLikelihood } from './fit';
+import { type FitOptions, maximizeLikelihoodSteps } from './fit';
 import { mbgNbd } from './mbgnbd';
-import type { PurchaseData } from './purchase-data';
+import { runToEnd, type Steps } from './nelder-mead';
+import { coarsenPurchaseData, type PurchaseData } from './purchase-data';
 import type { PurchaseModel, PurchaseModelName, PurchaseParams } from './purchase-model';
 
 export interface PurchaseFit {
@@ -38,19 +39,62 @@ function chooseStarts(data: PurchaseData): number[][] {
   ];
 }
 
+/**
+ * Above this many distinct (x, t_x, T) rows the exact fit starts from a fit on the week-rounded data
+ * instead of the two generic starts. A Nelder–Mead run costs about as many likelihood evaluations
+ * to travel from a generic start as to converge, and each evaluation costs one exp and one log per
+ * row: on 1M synthetic customers (≈ 250k rows) the generic path took 1,354 evaluations, the warm
+ * one a few hundred exact ones plus a cheap coarse fit. Below it (CDNOW: 2,357 customers, master:
+ * 23,570) the fit is the generic one, unchanged.
+ */
+export const WARM_START_ROWS = 30_000;
+
 /** Fit a BG/NBD-family model by maximum likelihood. Check `converged` before using the result. */
 export function fitPurchaseModel(
   name: PurchaseModelName,
   data: PurchaseData,
   options: FitOptions = {},
 ): PurchaseFit {
+  return runToEnd(fitPurchaseModelSteps(name, data, options));
+}
+
+/** fitPurchaseModel as steps (see nelder-mead.ts `Steps`). */
+export function* fitPurchaseModelSteps(
+  name: PurchaseModelName,
+  data: PurchaseData,
+  options: FitOptions = {},
+): Steps<PurchaseFit> {
   const model = selectPurchaseModel(name);
   const toParams = ([r, alpha, a, b]: number[]): PurchaseParams => ({ r: r!, alpha: alpha!, a: a!, b: b! });
-  const result = maximizeLikelihood(
+  let starts = chooseStarts(data);
+  let exactOptions = options;
+  if (data.x.length > (options.warmStartAbove ?? WARM_START_ROWS)) {
+    const coarse = coarsenPurchaseData(data);
+    if (coarse.x.length < data.x.length / 2) {
+      // Only a starting point: a loose tolerance and one confirming restart are enough.
+      const warm = yield* fitPurchaseModelSteps(name, coarse, {
+        xTolerance: 1e-4,
+        fTolerance: 1e-8,
+        maxRestarts: 1,
+        ...options,
+      });
+      const { r, alpha, a, b } = warm.params;
+      if ([r, alpha, a, b].every((v) => Number.isFinite(v) && v > 0)) {
+        // The exact optimum is within a fraction of a percent of the coarse one: a small first
+        // simplex (as the restarts use) rather than one that first wanders ×1.65 away and back. The
+        // restarts still decide convergence on the exact data, as for any start. Parameters to 1e-6
+        // relative (not 1e-8): far below the sampling error of a fit on > 30,000 distinct histories,
+        // and 30 % fewer evaluations (200k synthetic customers: 557 instead of 782).
+        starts = [[r, alpha, a, b]];
+        exactOptions = { initialStep: 0.05, xTolerance: 1e-6, ...options };
+      }
+    }
+  }
+  const result = yield* maximizeLikelihoodSteps(
     (θ) => model.logLikelihood(toParams(θ), data),
     Math.max(1, data.customers),
-    chooseStarts(data),
-    options,
+    starts,
+    exactOptions,
   );
   return {
     model: name,

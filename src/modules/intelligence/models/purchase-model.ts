@@ -22,6 +22,12 @@ export interface PurchaseModel {
   pAlive(params: PurchaseParams, customer: FrequencyRecency): number;
   /** E[purchases in (T, T + t] | x, t_x, T], t in weeks. */
   expectedPurchases(params: PurchaseParams, t: number, customer: FrequencyRecency): number;
+  /** E[purchases in (T, T + t] | alive at T, x, T]: expectedPurchases = pAlive · this. */
+  expectedPurchasesIfAlive(
+    params: PurchaseParams,
+    t: number,
+    customer: Pick<FrequencyRecency, 'x' | 'T'>,
+  ): number;
   /** E[repeat purchases in (0, t]] for a customer just acquired. */
   expectedPurchasesNew(params: PurchaseParams, t: number): number;
 }
