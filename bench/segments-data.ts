@@ -69,12 +69,33 @@ async function load(
   );
   for (const { indexname } of idx) await q.query(`DROP INDEX ${indexname}`);
 
+  const t2 = performance.now();
+  for (let from = 1; from <= size.orders; from += CHUNK) {
+    const to = Math.min(size.orders, from + CHUNK - 1);
+    await q.query(
+      `INSERT INTO orders (workspace_id, order_id, profile_id, status, total, currency, items, occurred_at,
+                           event_id, status_at, completed_at)
+       SELECT $1, 'o' || g, ${profileUuidSql(`1 + (g * 40503) % $4`)},
+              CASE WHEN g % 20 = 0 THEN 'refunded' WHEN g % 10 = 0 THEN 'pending' ELSE 'completed' END,
+              (10 + (g * 17) % 490)::numeric, 'USD',
+              jsonb_build_array(jsonb_build_object('product_id', 'p' || (g % 1000), 'name', 'Product',
+                'price', 10, 'quantity', 1, 'category', 'cat' || (g % 10))),
+              now() - ((g * 104729) % (365 * 86400)) * interval '1 second', 'evt_order_' || g, now(), now()
+         FROM generate_series($2::bigint, $3::bigint) g`,
+      [workspaceId, from, to, size.profiles],
+    );
+  }
+  progress(`${size.orders} orders in ${((performance.now() - t2) / 1000).toFixed(0)} s`);
+
   const t0 = performance.now();
   // Attributes: plan (60% free, 30% pro, 10% enterprise), country (skewed), age, tags, nested prefs.
+  // total_spend and the completed-order summary come from the orders (loaded first), as commerce
+  // keeps them: segment conditions on completed orders read them (migration 0021).
   for (let from = 1; from <= size.profiles; from += CHUNK) {
     const to = Math.min(size.profiles, from + CHUNK - 1);
     await q.query(
-      `INSERT INTO profiles (id, workspace_id, email, first_name, attributes, total_spend, created_at, updated_at)
+      `INSERT INTO profiles (id, workspace_id, email, first_name, attributes, total_spend, completed_orders,
+                             completed_first_at, completed_last_at, created_at, updated_at)
        SELECT ${profileUuidSql('i')}, $1, 'user' || i || '@example.com', 'Name' || (i % 997),
               jsonb_build_object(
                 'plan', CASE WHEN i % 10 < 6 THEN 'free' WHEN i % 10 < 9 THEN 'pro' ELSE 'enterprise' END,
@@ -83,8 +104,13 @@ async function load(
                 'tags', CASE WHEN i % 4 = 0 THEN '["vip","newsletter"]'::jsonb
                              WHEN i % 4 = 1 THEN '["newsletter"]'::jsonb ELSE '[]'::jsonb END,
                 'prefs', jsonb_build_object('news', i % 3 = 0, 'channel', CASE WHEN i % 2 = 0 THEN 'email' ELSE 'sms' END)),
-              ((i * 37) % 1000)::numeric, now() - ((i * 7919) % (730 * 86400)) * interval '1 second', now()
-         FROM generate_series($2::bigint, $3::bigint) i`,
+              COALESCE(s.total, 0), COALESCE(s.n, 0), s.first_at, s.last_at,
+              now() - ((i * 7919) % (730 * 86400)) * interval '1 second', now()
+         FROM generate_series($2::bigint, $3::bigint) i
+         LEFT JOIN (SELECT profile_id, sum(total) AS total, count(*)::int AS n, min(occurred_at) AS first_at,
+                           max(occurred_at) AS last_at
+                      FROM orders WHERE workspace_id = $1 AND status = 'completed' GROUP BY profile_id) s
+           ON s.profile_id = ${profileUuidSql('i')}`,
       [workspaceId, from, to],
     );
   }
@@ -105,24 +131,6 @@ async function load(
     );
     progress(`events ${to}/${size.events} (${((performance.now() - t1) / 1000).toFixed(0)} s)`);
   }
-
-  const t2 = performance.now();
-  for (let from = 1; from <= size.orders; from += CHUNK) {
-    const to = Math.min(size.orders, from + CHUNK - 1);
-    await q.query(
-      `INSERT INTO orders (workspace_id, order_id, profile_id, status, total, currency, items, occurred_at,
-                           event_id, status_at, completed_at)
-       SELECT $1, 'o' || g, ${profileUuidSql(`1 + (g * 40503) % $4`)},
-              CASE WHEN g % 20 = 0 THEN 'refunded' WHEN g % 10 = 0 THEN 'pending' ELSE 'completed' END,
-              (10 + (g * 17) % 490)::numeric, 'USD',
-              jsonb_build_array(jsonb_build_object('product_id', 'p' || (g % 1000), 'name', 'Product',
-                'price', 10, 'quantity', 1, 'category', 'cat' || (g % 10))),
-              now() - ((g * 104729) % (365 * 86400)) * interval '1 second', 'evt_order_' || g, now(), now()
-         FROM generate_series($2::bigint, $3::bigint) g`,
-      [workspaceId, from, to, size.profiles],
-    );
-  }
-  progress(`${size.orders} orders in ${((performance.now() - t2) / 1000).toFixed(0)} s`);
 
   const t3 = performance.now();
   for (const { indexdef } of idx) await q.query(indexdef);

@@ -40,6 +40,15 @@ async function spendOf(profileId: string): Promise<string> {
   return rows[0]!.s;
 }
 
+/** The completed-order summary kept on the profile row for segment conditions (migration 0021). */
+async function summaryOf(profileId: string) {
+  const { rows } = await db().query<{ n: number; first_at: Date | null; last_at: Date | null }>(
+    'SELECT completed_orders AS n, completed_first_at AS first_at, completed_last_at AS last_at FROM profiles WHERE id = $1',
+    [profileId],
+  );
+  return rows[0]!;
+}
+
 async function completedFacts(orderId: string): Promise<number> {
   const { rows } = await db().query<{ n: number }>(
     `SELECT count(*)::int AS n FROM outbox WHERE type = 'order.completed' AND data->>'order_id' = $1`,
@@ -104,12 +113,17 @@ describe('order events', () => {
     expect(await spendOf(p)).toBe('5.00');
     expect(await completedFacts('ORD-3')).toBe(0);
 
+    expect(await summaryOf(p)).toEqual({ n: 1, first_at: day(0), last_at: day(0) });
+
     expect(await order(p, { order_id: 'ORD-3', total: 20, status: 'completed' }, day(2))).toBe('updated');
     expect(await spendOf(p)).toBe('25.00');
     expect(await completedFacts('ORD-3')).toBe(1);
+    // The order's own time (day 1), not its completion's, is what windows measure.
+    expect(await summaryOf(p)).toEqual({ n: 2, first_at: day(0), last_at: day(1) });
 
     expect(await order(p, { order_id: 'ORD-3', total: 20, status: 'refunded' }, day(3))).toBe('updated');
     expect(await spendOf(p)).toBe('5.00');
+    expect(await summaryOf(p)).toEqual({ n: 1, first_at: day(0), last_at: day(0) });
 
     expect(await order(p, { order_id: 'ORD-3', total: 20, status: 'completed' }, day(4))).toBe('updated');
     expect(await spendOf(p)).toBe('25.00');
@@ -266,13 +280,15 @@ describe('profile merges and erasure', () => {
   it('re-point merged-away profiles’ orders to the survivor and recompute both totals', async () => {
     const survivor = await newProfile();
     const gone = await newProfile();
-    await order(survivor, { order_id: 'M1', total: 10 });
-    await order(gone, { order_id: 'M2', total: 15.5 });
-    await order(gone, { order_id: 'M3', total: 4, status: 'pending' });
+    await order(survivor, { order_id: 'M1', total: 10 }, day(5));
+    await order(gone, { order_id: 'M2', total: 15.5 }, day(2));
+    await order(gone, { order_id: 'M3', total: 4, status: 'pending' }, day(9));
 
     await db().transaction((tx) => reassignOrders(tx, svc.ws.id, [{ from: gone, to: survivor }]));
     expect(await spendOf(survivor)).toBe('25.50');
     expect(await spendOf(gone)).toBe('0.00');
+    expect(await summaryOf(survivor)).toEqual({ n: 2, first_at: day(2), last_at: day(5) });
+    expect(await summaryOf(gone)).toEqual({ n: 0, first_at: null, last_at: null });
     await db().query('UPDATE profiles SET merged_into = $1 WHERE id = $2', [survivor, gone]);
 
     // The merged-away id still finds the orders, now the survivor's.

@@ -8,7 +8,7 @@ export {
   type OrderEvent,
   type OrderOutcome,
   reassignOrders,
-  recomputeTotalSpend,
+  recomputeOrderSummary,
 } from './order-events';
 export {
   checkOrderPayload,

@@ -2,7 +2,7 @@ import type { Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { isUuid } from '../../platform/ids';
 import { writeOutbox, writeOutboxMany } from '../outbox';
-import { storeTotalSpend } from '../profiles';
+import { storeOrderSummary } from '../profiles';
 import { type NormalizedOrder, type OrderItem, productsOf, readOrderPayload } from './order-payload';
 import * as ordersRepo from './orders.repo';
 import * as productsRepo from './products.repo';
@@ -77,7 +77,7 @@ export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<Ord
   if (isCompleted && existing.completed_at === null) {
     await orderCompleted(tx, e.workspaceId, updated);
   } else if (wasCompleted !== isCompleted && updated.profile_id !== null) {
-    await recomputeTotalSpend(tx, e.workspaceId, [updated.profile_id]);
+    await recomputeOrderSummary(tx, e.workspaceId, [updated.profile_id]);
   }
   return 'updated';
 }
@@ -141,7 +141,7 @@ export async function applyOrderEvents(
     const ids = spenders.get(o.workspace_id) ?? new Set<string>();
     spenders.set(o.workspace_id, ids.add(o.profile_id));
   }
-  for (const [workspaceId, ids] of spenders) await recomputeTotalSpend(tx, workspaceId, [...ids]);
+  for (const [workspaceId, ids] of spenders) await recomputeOrderSummary(tx, workspaceId, [...ids]);
   await writeOutboxMany(
     tx,
     completed.map((o) => ({ workspaceId: o.workspace_id, type: 'order.completed', data: completedFact(o) })),
@@ -192,7 +192,7 @@ const newOrder = (e: OrderEvent, order: NormalizedOrder): ordersRepo.NewOrder =>
 
 /** First completion of an order: revenue for its profile and one `order.completed` fact. */
 async function orderCompleted(tx: Queryable, workspaceId: string, o: ordersRepo.OrderRow): Promise<void> {
-  if (o.profile_id !== null) await recomputeTotalSpend(tx, workspaceId, [o.profile_id]);
+  if (o.profile_id !== null) await recomputeOrderSummary(tx, workspaceId, [o.profile_id]);
   await writeOutbox(tx, workspaceId, 'order.completed', completedFact(o));
 }
 
@@ -226,19 +226,24 @@ export async function reassignOrders(
     workspaceId,
     [...byFrom].map(([from, to]) => ({ from, to })),
   );
-  if (touched.length > 0) await recomputeTotalSpend(tx, workspaceId, touched);
+  if (touched.length > 0) await recomputeOrderSummary(tx, workspaceId, touched);
 }
 
 /**
- * Sets each profile's total_spend to the exact numeric sum of its completed orders. Recomputed
- * rather than adjusted by deltas, so no sequence of status changes can make it drift. Commerce sums
- * its orders; the profiles module stores the result (the column is on its table).
+ * Sets each profile's total_spend to the exact numeric sum of its completed orders, and the summary
+ * beside it (how many, first and last placed: migration 0021, read by segment conditions).
+ * Recomputed rather than adjusted by deltas, so no sequence of status changes can make it drift.
+ * Commerce sums its orders; the profiles module stores the result (the columns are on its table).
  */
-export async function recomputeTotalSpend(
+export async function recomputeOrderSummary(
   tx: Queryable,
   workspaceId: string,
   profileIds: readonly string[],
 ): Promise<void> {
   if (profileIds.length === 0) return;
-  await storeTotalSpend(tx, workspaceId, await ordersRepo.sumCompletedOrders(tx, workspaceId, profileIds));
+  await storeOrderSummary(
+    tx,
+    workspaceId,
+    await ordersRepo.summarizeCompletedOrders(tx, workspaceId, profileIds),
+  );
 }

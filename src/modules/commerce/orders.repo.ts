@@ -122,20 +122,47 @@ export async function updateOrderStatus(
  * The exact numeric sum of each profile's completed orders (0 when none), as text so that no float
  * rounding creeps in on the way to profiles.total_spend.
  */
-export async function sumCompletedOrders(
+/**
+ * A profile's completed orders summed up: their exact total (numeric, as text), how many, and when
+ * the first and the last were placed (null without any). What profiles store on the profile row
+ * (total_spend and the summary columns of migration 0021) for segment conditions to read.
+ */
+export interface OrderSummary {
+  profileId: string;
+  total: string;
+  count: number;
+  firstAt: Date | null;
+  lastAt: Date | null;
+}
+
+export async function summarizeCompletedOrders(
   q: Queryable,
   workspaceId: string,
   profileIds: readonly string[],
-): Promise<Array<{ profileId: string; total: string }>> {
+): Promise<OrderSummary[]> {
   if (profileIds.length === 0) return [];
-  const { rows } = await q.query<{ id: string; total: string }>(
-    `SELECT x.id, coalesce((SELECT sum(o.total) FROM orders o
-                            WHERE o.workspace_id = $1 AND o.profile_id = x.id AND o.status = 'completed'), 0)::text
-              AS total
-       FROM unnest($2::uuid[]) AS x (id)`,
+  const { rows } = await q.query<{
+    id: string;
+    total: string;
+    count: number;
+    first_at: Date | null;
+    last_at: Date | null;
+  }>(
+    `SELECT x.id, coalesce(s.total, 0)::text AS total, coalesce(s.count, 0)::int AS count, s.first_at, s.last_at
+       FROM unnest($2::uuid[]) AS x (id)
+       LEFT JOIN LATERAL (SELECT sum(o.total) AS total, count(*) AS count, min(o.occurred_at) AS first_at,
+                                 max(o.occurred_at) AS last_at
+                            FROM orders o
+                           WHERE o.workspace_id = $1 AND o.profile_id = x.id AND o.status = 'completed') s ON true`,
     [workspaceId, profileIds],
   );
-  return rows.map((r) => ({ profileId: r.id, total: r.total }));
+  return rows.map((r) => ({
+    profileId: r.id,
+    total: r.total,
+    count: r.count,
+    firstAt: r.first_at,
+    lastAt: r.last_at,
+  }));
 }
 
 /**

@@ -23,7 +23,7 @@ export {
 } from './profiles.read';
 // The one lock order of every writer, and what the identity resolver reads of a profile.
 export { countMergedInto, type LockedProfiles, lockProfiles, type ProfileRow } from './profiles.repo';
-export { lockInto, storeTotalSpend, withRetry } from './profiles.write';
+export { lockInto, storeOrderSummary, withRetry } from './profiles.write';
 // The intelligence module's scores, written onto the profile row.
 export { type ProfileScores, storeScores } from './scores.repo';
 export {

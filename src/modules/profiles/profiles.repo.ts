@@ -123,21 +123,42 @@ export async function repointMergedProfiles(
   );
 }
 
+/** A profile's completed orders as commerce sums them up (total: an exact numeric, as text). */
+export interface StoredOrderSummary {
+  profileId: string;
+  total: string;
+  count: number;
+  firstAt: Date | null;
+  lastAt: Date | null;
+}
+
 /**
- * Stores total_spend (commerce computes it from the orders: an exact numeric, as text) for the
- * profiles whose value changed; unchanged rows are not written.
+ * Stores total_spend and the completed-order summary (migration 0021) for the profiles whose
+ * values changed; unchanged rows are not written.
  */
-export async function storeTotalSpend(
+export async function storeOrderSummary(
   q: Queryable,
   workspaceId: string,
-  totals: ReadonlyArray<{ profileId: string; total: string }>,
+  summaries: readonly StoredOrderSummary[],
 ): Promise<void> {
-  if (totals.length === 0) return;
+  if (summaries.length === 0) return;
+  const rows = summaries.map((s) => ({
+    id: s.profileId,
+    total: s.total,
+    n: s.count,
+    first_at: s.firstAt?.toISOString() ?? null,
+    last_at: s.lastAt?.toISOString() ?? null,
+  }));
   await q.query(
-    `UPDATE profiles p SET total_spend = s.total, updated_at = now()
-       FROM jsonb_to_recordset($2::jsonb) AS s(id uuid, total numeric)
-      WHERE p.id = s.id AND p.workspace_id = $1 AND p.total_spend <> s.total`,
-    [workspaceId, JSON.stringify(totals.map((t) => ({ id: t.profileId, total: t.total })))],
+    `UPDATE profiles p
+        SET total_spend = s.total, completed_orders = s.n, completed_first_at = s.first_at,
+            completed_last_at = s.last_at, updated_at = now()
+       FROM jsonb_to_recordset($2::jsonb) AS s(id uuid, total numeric, n int, first_at timestamptz,
+                                               last_at timestamptz)
+      WHERE p.id = s.id AND p.workspace_id = $1
+        AND (p.total_spend, p.completed_orders, p.completed_first_at, p.completed_last_at)
+            IS DISTINCT FROM (s.total, s.n, s.first_at, s.last_at)`,
+    [workspaceId, JSON.stringify(rows)],
   );
 }
 

@@ -153,13 +153,13 @@ export async function upsertProfile(
 }
 
 /**
- * Stores total_spend as commerce computed it from the orders (exact numerics, as text); only the
- * profiles whose value changed are written. Runs in the caller's transaction.
+ * Stores total_spend and the completed-order summary as commerce computed them from the orders;
+ * only the profiles whose values changed are written. Runs in the caller's transaction.
  */
-export function storeTotalSpend(
+export function storeOrderSummary(
   tx: Queryable,
   workspaceId: string,
-  totals: ReadonlyArray<{ profileId: string; total: string }>,
+  summaries: readonly repo.StoredOrderSummary[],
 ): Promise<void> {
-  return repo.storeTotalSpend(tx, workspaceId, totals);
+  return repo.storeOrderSummary(tx, workspaceId, summaries);
 }

@@ -90,6 +90,7 @@ describe('compileSegment', () => {
   it('writes a count test as one grouped pass over the window with the set strategy', () => {
     const grouped = (having: string) =>
       'EXISTS (SELECT 1 FROM (SELECT e.workspace_id, e.profile_id FROM events e WHERE e.event_name = $2::text ' +
+      'AND e.profile_id IS NOT NULL ' +
       `GROUP BY 1, 2 HAVING ${having}) g WHERE g.workspace_id = p.workspace_id AND g.profile_id = p.id)`;
     const set = (count: unknown) =>
       compileSegment(q({ event: { name: 'Viewed' }, count }), {
@@ -131,6 +132,34 @@ describe('compileSegment', () => {
         '99.5',
       ],
     });
+  });
+
+  it('answers completed orders in a window from the profile row, probing only a profile whose orders straddle an edge', () => {
+    expect(compile({ order: { within_days: 365 }, sum: { op: 'gte', value: 200 } })).toEqual({
+      sql:
+        '(CASE WHEN p.completed_orders = 0 OR p.completed_last_at < $2::timestamptz THEN false ' +
+        'WHEN p.completed_first_at >= $2::timestamptz THEN p.total_spend >= $3::numeric ' +
+        "ELSE segment_completed_orders(p.workspace_id, p.id, $2::timestamptz, NULL::timestamptz, 'sum') " +
+        '>= $3::numeric END)',
+      params: ['2025-01-31T00:00:00.000Z', '200'],
+    });
+    // A count that an empty history passes ("fewer than 2 orders"), with both edges of the window.
+    expect(
+      compile({ order: { from: '2025-06-01', to: '2026-01-01' }, count: { op: 'lt', value: 2 } }).sql,
+    ).toBe(
+      '(CASE WHEN p.completed_orders = 0 OR p.completed_last_at < $2::timestamptz ' +
+        'OR p.completed_first_at >= $3::timestamptz THEN true ' +
+        'WHEN p.completed_first_at >= $2::timestamptz AND p.completed_last_at < $3::timestamptz ' +
+        'THEN p.completed_orders < $4::int8 ' +
+        "ELSE segment_completed_orders(p.workspace_id, p.id, $2::timestamptz, $3::timestamptz, 'count') " +
+        '< $4::int8 END)',
+    );
+    // No window: the row answers alone. A status other than completed, or a currency, is probed.
+    expect(compile({ order: {}, count: { op: 'gte', value: 3 } }).sql).toBe(
+      '(p.completed_orders >= $2::int8)',
+    );
+    expect(compile({ order: { currency: 'EUR' } }).sql).toMatch(/^EXISTS \(SELECT 1 FROM orders o/);
+    expect(compile({ order: { status: 'refunded' } }).sql).toMatch(/^EXISTS \(SELECT 1 FROM orders o/);
   });
 
   it('inlines a referenced segment, so its SQL is exact rather than a stored membership', () => {

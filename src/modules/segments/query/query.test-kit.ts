@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../../platform/db';
 import { type CompileContext, compileSegment } from './compile';
-import type { EvalProfile } from './evaluate';
+import type { EvalOrder, EvalProfile } from './evaluate';
 import type { SegmentQuery } from './types';
 
 /**
@@ -34,6 +34,13 @@ export async function loadProfiles(
   profiles: readonly EvalProfile[],
   decoyWs?: string,
 ): Promise<void> {
+  for (const p of profiles) {
+    // The product keeps total_spend equal to the completed orders' sum (commerce), and segment
+    // conditions on completed orders read it (compile.ts): a test profile must keep it too.
+    if (p.total_spend !== completedSpend(p.orders)) {
+      throw new Error(`test profile ${p.id}: total_spend ${p.total_spend} is not its completed orders' sum`);
+    }
+  }
   const rows = profiles.map((p) => ({
     id: p.id,
     workspace_id: ws,
@@ -47,13 +54,16 @@ export async function loadProfiles(
     predicted_clv: p.predicted_clv,
     created_at: p.created_at.toISOString(),
     updated_at: p.updated_at.toISOString(),
+    ...orderSummary(p.orders),
   }));
   await db.query(
     `INSERT INTO profiles (id, workspace_id, email, first_name, last_name, attributes, total_spend,
-                           rfm_segment, churn_risk_score, predicted_clv, created_at, updated_at)
+                           rfm_segment, churn_risk_score, predicted_clv, created_at, updated_at,
+                           completed_orders, completed_first_at, completed_last_at)
      SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, workspace_id uuid, email text,
        first_name text, last_name text, attributes jsonb, total_spend numeric, rfm_segment text,
-       churn_risk_score float8, predicted_clv numeric, created_at timestamptz, updated_at timestamptz)`,
+       churn_risk_score float8, predicted_clv numeric, created_at timestamptz, updated_at timestamptz,
+       completed_orders int, completed_first_at timestamptz, completed_last_at timestamptz)`,
     [JSON.stringify(rows)],
   );
   const spaces = decoyWs ? [ws, decoyWs] : [ws];
@@ -101,6 +111,25 @@ export async function loadProfiles(
   );
 }
 
+/** The completed-order summary commerce keeps on the profile row (migration 0021). */
+function orderSummary(orders: readonly EvalOrder[]) {
+  const times = orders.filter((o) => o.status === 'completed').map((o) => o.occurred_at.getTime());
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return {
+    completed_orders: times.length,
+    completed_first_at: times.length > 0 ? iso(Math.min(...times)) : null,
+    completed_last_at: times.length > 0 ? iso(Math.max(...times)) : null,
+  };
+}
+
+/** The sum of the completed orders' totals, in whole cents as numeric(18,2) sums them. */
+export function completedSpend(orders: readonly EvalOrder[]): number {
+  const cents = orders
+    .filter((o) => o.status === 'completed')
+    .reduce((s, o) => s + BigInt(Math.round(o.total * 100)), 0n);
+  return Number(cents) / 100;
+}
+
 /** The ids the compiled query selects in `ws`, sorted, wrapped exactly as the contract says. */
 export async function selectMatching(
   db: Queryable,
@@ -116,15 +145,18 @@ export async function selectMatching(
   return r.rows.map((x) => x.id).sort();
 }
 
-/** A profile with nothing in it, to spread test-specific fields over. */
+/**
+ * A profile with nothing in it, to spread test-specific fields over; total_spend follows the
+ * orders given unless it is given too.
+ */
 export function blankProfile(over: Partial<EvalProfile> = {}): EvalProfile {
   return {
+    total_spend: completedSpend(over.orders ?? []),
     id: randomUUID(),
     email: null,
     first_name: null,
     last_name: null,
     rfm_segment: null,
-    total_spend: 0,
     predicted_clv: null,
     churn_risk_score: null,
     created_at: new Date(NOW.getTime() - 10 * DAY),

@@ -197,4 +197,35 @@ describe('orders', () => {
     expect(await select(p, { order: { product_id: 'p1', category: 'shoes' } })).toEqual(['same']);
     expect(await select(p, { order: { product_id: 'p1' } })).toEqual(['same', 'split']);
   });
+
+  it('sum a window from the profile row when its orders lie all inside or outside, probing only a straddler', async () => {
+    const at = (total: number, days: number) => ({ ...order(total), occurred_at: ago(days) });
+    const p = {
+      inside: { orders: [at(60, 5), at(60, 20)] },
+      outside: { orders: [at(60, 40), at(60, 50)] },
+      straddling: { orders: [at(60, 5), at(60, 40)] },
+      straddlingRich: { orders: [at(120, 5), at(60, 40)] },
+    };
+    expect(await select(p, { order: { within_days: 30 }, sum: { op: 'gte', value: 100 } })).toEqual([
+      'inside',
+      'straddlingRich',
+    ]);
+    expect(await select(p, { order: { within_days: 30 }, count: { op: 'eq', value: 1 } })).toEqual([
+      'straddling',
+      'straddlingRich',
+    ]);
+  });
+
+  it('probe a profile whose row has no order times, rather than trust the row', async () => {
+    const r = parseSegmentQuery({ order: { within_days: 30 }, sum: { op: 'gte', value: 100 } });
+    if (!r.ok) throw new Error('query');
+    await clearWorkspace(t.db, ws);
+    const rich = blankProfile({ orders: [{ ...order(150), occurred_at: ago(5) }] });
+    await loadProfiles(t.db, ws, [rich]);
+    await t.db.query(
+      'UPDATE profiles SET completed_first_at = NULL, completed_last_at = NULL WHERE id = $1',
+      [rich.id],
+    );
+    expect(await selectMatching(t.db, ws, r.query, { now: NOW, segments: new Map() })).toEqual([rich.id]);
+  });
 });
