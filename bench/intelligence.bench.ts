@@ -15,15 +15,12 @@
 import { randomUUID } from 'node:crypto';
 import { logLikelihoodBgNbd } from '../src/modules/intelligence/models/bgnbd';
 import { CALIBRATION_END, parseCdnow, readCdnowFile } from '../src/modules/intelligence/models/cdnow.fixture';
+import { createCustomerScorer, scoreCustomer } from '../src/modules/intelligence/models/customer-score';
 import { simulatePurchases } from '../src/modules/intelligence/models/generate';
 import { preparePurchaseData } from '../src/modules/intelligence/models/purchase-data';
 import { fitPurchaseModel } from '../src/modules/intelligence/models/purchase-fit';
 import { summarizeCustomers } from '../src/modules/intelligence/models/summaries';
-import {
-  createCustomerScorer,
-  fitWorkspaceModels,
-  scoreCustomer,
-} from '../src/modules/intelligence/models/workspace-models';
+import { fitWorkspaceModels } from '../src/modules/intelligence/models/workspace-models';
 import { engines, load, memoryOf, note, report, sleep, startService } from './lib';
 
 const best = (runs: number, fn: () => unknown): number => {

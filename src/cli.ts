@@ -8,7 +8,7 @@ import type { Db } from './platform/db';
 import { SCOPES } from './platform/http/scopes';
 import { isUuid } from './platform/ids';
 
-// The service, the database drivers and the modules are imported when a command needs them, so
+// The service (serve.ts), the database drivers and the modules are imported when a command needs them, so
 // `--help` and argument mistakes answer without loading (and transpiling) the whole service.
 
 const USAGE = `usage: cdp <command>
@@ -68,80 +68,6 @@ async function withDb<T>(
   }
 }
 
-async function start(config: Readonly<Config>): Promise<void> {
-  const [{ createLogger }, { createRuntime }] = await Promise.all([
-    import('./platform/logger'),
-    import('./runtime'),
-  ]);
-  const log = createLogger(config.logLevel);
-  const rt = await createRuntime(config, log);
-  if (rt.bootstrap && config.initialAdminKey !== null) {
-    // The operator chose the key: it is theirs already, and a copy in the logs would only leak it.
-    log.info(
-      { workspace_id: rt.bootstrap.workspaceId },
-      'created workspace "default" with the admin key from CDP_INITIAL_ADMIN_KEY',
-    );
-  } else if (rt.bootstrap) {
-    // A generated key is printed exactly once, on the first start of an empty database.
-    process.stdout.write(
-      `\nCreated workspace "default" (${rt.bootstrap.workspaceId}).\n` +
-        `Admin API key (shown only now, store it safely):\n\n  ${rt.bootstrap.apiKey.api_key}\n\n`,
-    );
-  }
-  if (rt.app) {
-    try {
-      // PORT=0 binds a free port; the log line below says which.
-      const address = await rt.app.listen({ port: config.port, host: config.host });
-      log.info({ address, role: config.role, engine: rt.deps.db.engine }, 'cdp listening');
-    } catch (err) {
-      await rt.stop().catch(() => {});
-      if ((err as { code?: string }).code === 'EADDRINUSE') {
-        throw new UsageError(`${config.host}:${config.port} is already in use; set PORT to another port`);
-      }
-      throw err;
-    }
-  } else {
-    log.info({ role: config.role, engine: rt.deps.db.engine }, 'cdp worker running');
-  }
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'draining');
-    // HTTP gets the budget minus a reserve in which queued events are committed, the workers stop
-    // and storage closes; connections still open then are closed (runtime.ts drainHttp).
-    const reserve = Math.min(2000, Math.floor(config.shutdownTimeoutMs / 4));
-    const timer = setTimeout(() => {
-      // Every 202 was sent after its COMMIT, so once the event writer has drained nothing a client
-      // was told is stored depends on this process: a worker or storage slow to close is no failure.
-      if (rt.eventsDrained()) {
-        log.warn('shutdown deadline reached with every accepted event stored; exiting');
-        process.exit(0);
-      }
-      log.error('shutdown timed out before accepted events were stored');
-      process.exit(1);
-    }, config.shutdownTimeoutMs);
-    timer.unref();
-    rt.stop({ closeConnectionsAfterMs: config.shutdownTimeoutMs - reserve }).then(
-      () => {
-        // The event writer failed to commit what it had accepted (its error is logged above).
-        if (!rt.eventsDrained()) {
-          log.error('stopped before accepted events were stored');
-          process.exit(1);
-        }
-        log.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
 const list = (s: string | undefined): string[] =>
   (s ?? '')
     .split(',')
@@ -166,7 +92,7 @@ export async function main(argv: string[]): Promise<number> {
   switch (cmd) {
     case 'start':
       if (sub) throw new UsageError(`start takes no arguments, got "${sub}"`);
-      await start(loadConfig());
+      await (await import('./serve')).serve(loadConfig());
       return -1; // keeps running until a signal
     case 'demo': {
       if (sub) throw new UsageError(`demo takes no arguments, got "${sub}"`);

@@ -3,12 +3,13 @@ import { validationError } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { resolveProfileId } from '../profiles';
 import type { SettingsStore } from '../workspaces';
+import { fromFitRows } from './fit-rows';
 import { enqueueScore } from './intelligence.jobs';
 import * as repo from './intelligence.repo';
 import { fitAndRescore } from './intelligence.service';
 import { readScoreSettings } from './intelligence.settings';
 import { classifyChurnRisk, type PurchaseModelName } from './models';
-import { fromFitRows, type StoredFit } from './scoring';
+import type { StoredFit } from './scoring';
 
 /** What the intelligence endpoints answer (contract §8), from the stored scores and fits. */
 

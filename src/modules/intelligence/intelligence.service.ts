@@ -2,21 +2,14 @@ import { createYielder } from '../../platform/cooperate';
 import type { Db } from '../../platform/db';
 import { newSortableId } from '../../platform/ids';
 import type { SettingsStore } from '../workspaces';
+import { fromFitRows, toFitRows } from './fit-rows';
 import * as repo from './intelligence.repo';
 import { readScoreSettings } from './intelligence.settings';
 import type { PurchaseModelName } from './models';
 import { runCooperatively } from './models/nelder-mead';
 import { fitWorkspaceModelsSteps } from './models/workspace-models';
 import { rescoreProfiles } from './rescore';
-import {
-  createFitAccumulator,
-  createSummaryScorer,
-  fromFitRows,
-  type StoredFit,
-  storedFit,
-  toFitRows,
-  toSummary,
-} from './scoring';
+import { createFitAccumulator, createSummaryScorer, type StoredFit, storedFit, toSummary } from './scoring';
 import { FIRST_PROFILE_ID, listCustomerPage, streamWorkspaceSummaries } from './summaries.repo';
 
 /**

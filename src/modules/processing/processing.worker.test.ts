@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../../test/harness';
 import type { Db, Queryable } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
+import { isContention } from './processing.policy';
 import { insertTestEvents, waitProcessed } from './processing.test-kit';
-import { isContention, startProcessingLoop } from './processing.worker';
+import { startProcessingLoop } from './processing.worker';
 
 /**
  * The processing loop through a database outage, with the outage injected into the storage port:

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { classifyChurnRisk, computeChurnRiskScore } from './churn';
+import { scoreCustomer } from './customer-score';
 import {
   expectedOrderValueMeanSpend,
   expectedPurchasesEmpirical,
@@ -12,7 +13,7 @@ import {
 import { simulatePurchases } from './generate';
 import { createRandom } from './random';
 import type { CustomerSummary } from './summaries';
-import { fitWorkspaceModels, scoreCustomer } from './workspace-models';
+import { fitWorkspaceModels } from './workspace-models';
 
 /** Summaries with spend attached, from the generative process (≈ gamma-distributed order values). */
 function simulateWorkspace(n: number, seed: number): CustomerSummary[] {

@@ -11,6 +11,7 @@ export {
 } from './bgnbd';
 export { classifyChurnRisk, computeChurnRiskScore, DEFAULT_CHURN_THRESHOLD, type RiskLevel } from './churn';
 export { type ClvOptions, computeClv, DEFAULT_ANNUAL_DISCOUNT_RATE, DEFAULT_HORIZON_DAYS } from './clv';
+export { type CustomerScore, createCustomerScorer, type ScoreOptions, scoreCustomer } from './customer-score';
 export {
   type EmpiricalRateParams,
   explainTooLittleData,
@@ -57,11 +58,4 @@ export {
   type Transaction,
   toUtcDay,
 } from './summaries';
-export {
-  type CustomerScore,
-  createCustomerScorer,
-  fitWorkspaceModels,
-  type ScoreOptions,
-  scoreCustomer,
-  type WorkspaceModels,
-} from './workspace-models';
+export { fitWorkspaceModels, type WorkspaceModels } from './workspace-models';

@@ -6,19 +6,14 @@
 import { describe, expect, it } from 'vitest';
 import { createYielder } from '../../../platform/cooperate';
 import { CALIBRATION_END, parseCdnow, readCdnowFile } from './cdnow.fixture';
+import { createCustomerScorer, scoreCustomer } from './customer-score';
 import { simulatePurchases } from './generate';
 import { runCooperatively, runToEnd } from './nelder-mead';
 import { coarsenPurchaseData, preparePurchaseData } from './purchase-data';
 import { fitPurchaseModel, WARM_START_ROWS } from './purchase-fit';
 import type { PurchaseModelName } from './purchase-model';
 import { type CustomerSummary, summarizeCustomers } from './summaries';
-import {
-  createCustomerScorer,
-  createWorkspaceAccumulator,
-  fitWorkspaceModels,
-  fitWorkspaceModelsSteps,
-  scoreCustomer,
-} from './workspace-models';
+import { createWorkspaceAccumulator, fitWorkspaceModels, fitWorkspaceModelsSteps } from './workspace-models';
 
 const TRUTH = { r: 0.243, alpha: 4.414, a: 0.793, b: 2.426 };
 
