@@ -170,8 +170,14 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
   const batches: BatchLine[] = [];
   const stepMs = new Map<string, number>();
   let done = 0;
+  // What the service said last besides batches (jobs, fits, maintenance): the context of a peak.
+  const recent: string[] = [];
   const onStdoutLine = (line: string) => {
-    if (!line.includes('"event batch"')) return;
+    if (!line.includes('"event batch"')) {
+      const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
+      if (msg) recent.splice(0, recent.length, ...[...recent, msg].slice(-4));
+      return;
+    }
     try {
       const l = JSON.parse(line) as {
         time: number;
@@ -197,6 +203,14 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
       nodeArgs: process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [],
     });
     const workspaceId = svc.workspaceId!;
+    // The high-water mark (VmHWM) can come from a burst shorter than the 250 ms samples below:
+    // sampled every 20 ms from here on, the peak is reported with what the service was doing.
+    let phase = 'setup';
+    const peak = { rssMb: 0, phase, done: 0, recent: [] as string[] };
+    const peakSampler = setInterval(() => {
+      const rss = svc ? memoryOf(svc.pid).rssMb : 0;
+      if (rss > peak.rssMb) Object.assign(peak, { rssMb: rss, phase, done, recent: [...recent] });
+    }, 20);
     // PGlite is embedded: its directory is opened by the bench only while the service is halted.
     if (engine === 'pglite') await svc.halt();
     const ceiling = await svc.withDb((db) => measureUpsertCeiling(db, 50_000));
@@ -209,6 +223,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     if (engine === 'pglite') await svc.restart();
 
     const samples: number[] = [];
+    phase = 'processing';
     const t0 = performance.now();
     while (done < total) {
       await sleep(250);
@@ -217,6 +232,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
         throw new Error(`only ${done} of ${total} events after 30 min`);
     }
     const mem = memoryOf(svc.pid);
+    clearInterval(peakSampler);
     const whole = windowOf(batches, 0, total)!;
     const first = windowOf(batches, 0, Math.min(WINDOW, total))!;
     const last = windowOf(batches, Math.max(0, total - WINDOW), total)!;
@@ -271,6 +287,10 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
         [0, 0.25, 0.5, 0.75, 1].map((q) => quarter(q).toFixed(0)).join('/') +
         ` MB; live profiles ${facts.live}, merged ${facts.merged}, orders ${facts.orders}, ` +
         `lineage rows ${facts.lineage}, dead letters ${facts.dead}, still waiting ${facts.waiting}`,
+    );
+    note(
+      `${engine}: highest 20 ms sample ${peak.rssMb.toFixed(0)} MB during ${peak.phase}, ` +
+        `${peak.done} events processed; the service's last messages then: ${peak.recent.join(' · ')}`,
     );
     const claimTotal = batches.reduce((a, b) => a + b.claimMs, 0);
     note(
