@@ -247,7 +247,9 @@ describe.each(adapters)('the %s adapter', (name, open) => {
     clearInterval(timer);
     expect(Date.now() - started).toBeGreaterThanOrEqual(500);
     expect(ticks).toBeGreaterThan(10);
-    expect(worstLag).toBeLessThan(100);
+    // On the main thread the statement would hold every timer for its whole 500 ms. The bound leaves
+    // room for the scheduler of a busy 2-core machine running other test files in parallel.
+    expect(worstLag).toBeLessThan(250);
   });
 
   // Last: it closes the adapter the other tests used.
