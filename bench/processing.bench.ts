@@ -176,7 +176,8 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     if (!line.includes('"event batch"')) {
       const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
       // The backlog's vacuum every 5,000 events would crowd out everything else.
-      if (msg && msg !== 'event backlog vacuumed') recent.splice(0, recent.length, ...[...recent, msg].slice(-4));
+      if (msg && msg !== 'event backlog vacuumed')
+        recent.splice(0, recent.length, ...[...recent, msg].slice(-4));
       return;
     }
     try {
