@@ -12,7 +12,8 @@ import {
   SOURCES,
   WEIGHTS,
 } from './demo.catalogue';
-import { createRng, mixSeed, type Rng } from './prng';
+import { ascii, fillOrder, refererOf } from './demo.draws';
+import { createRng, mixSeed } from './prng';
 
 /**
  * The synthetic dataset behind `cdp demo`, pure: a seed, a customer count and a clock in, ingestion
@@ -232,46 +233,4 @@ function simulateCustomer(opts: DemoOptions, i: number): DemoEvent[] {
     at = orderAt + rng.exponential(lambda);
   }
   return events;
-}
-
-interface Line {
-  product_id: string;
-  name: string;
-  price: number;
-  quantity: number;
-  category: string;
-}
-
-/** Catalogue lines until the order reaches about the target value (at least one, at most eight). */
-function fillOrder(rng: Rng, target: number): Line[] {
-  const lines: Line[] = [];
-  let sum = 0;
-  while (lines.length < 8 && (lines.length === 0 || sum < target * 0.9)) {
-    const prod = CATALOGUE[rng.weighted(WEIGHTS)]!;
-    const quantity = prod.price < 20 && rng.chance(0.3) ? rng.int(2, 3) : 1;
-    const existing = lines.find((l) => l.product_id === prod.product_id);
-    if (existing) existing.quantity += quantity;
-    else
-      lines.push({
-        product_id: prod.product_id,
-        name: prod.name,
-        price: prod.price,
-        quantity,
-        category: prod.category,
-      });
-    sum += prod.price * quantity;
-  }
-  return lines;
-}
-
-function refererOf(rng: Rng): string {
-  return rng.pick(['https://www.google.com/', 'https://www.instagram.com/', 'https://news.example.org/']);
-}
-
-/** E-mail local parts stay ASCII (Chloé → chloe, O'Brien → obrien). */
-function ascii(s: string): string {
-  return s
-    .normalize('NFKD')
-    .replace(/[^A-Za-z]/g, '')
-    .toLowerCase();
 }

@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Queryable } from '../../platform/db';
 import { enqueue, type JobRunner, registerMaintenance, workspaceDrain } from '../../platform/jobs';
 import type { SettingsStore } from '../workspaces';
-import * as repo from './intelligence.repo';
 import { drainDirty, fitAndRescore } from './intelligence.service';
+import * as rescoring from './rescoring.repo';
 
 /**
  * The intelligence queues of the job runner.
@@ -58,7 +58,7 @@ export async function registerIntelligenceJobs(
     SCORE_QUEUE,
     async (payload, { db, job }) => {
       if ('sweep' in payload) {
-        for (const ws of await repo.listDirtyWorkspaces(db)) await enqueueScore(db, ws);
+        for (const ws of await rescoring.listDirtyWorkspaces(db)) await enqueueScore(db, ws);
         return;
       }
       const ws = payload.workspace_id;
@@ -72,7 +72,7 @@ export async function registerIntelligenceJobs(
     FIT_QUEUE,
     async (payload, { db }) => {
       if ('all' in payload) {
-        for (const ws of await repo.listScoredWorkspaces(db)) await enqueueFit(db, ws);
+        for (const ws of await rescoring.listScoredWorkspaces(db)) await enqueueFit(db, ws);
         return;
       }
       const r = await fitAndRescore(db, opts.settings, payload.workspace_id);
@@ -98,6 +98,6 @@ export async function registerIntelligenceJobs(
   await registerMaintenance(runner, {
     name: 'intelligence.vacuum',
     spec: 'every 10m',
-    run: (db) => repo.vacuumDirty(db),
+    run: (db) => rescoring.vacuumDirty(db),
   });
 }

@@ -9,6 +9,7 @@ import type { PurchaseModelName } from './models';
 import { runCooperatively } from './models/nelder-mead';
 import { fitWorkspaceModelsSteps } from './models/workspace-models';
 import { rescoreProfiles } from './rescore';
+import * as rescoring from './rescoring.repo';
 import { createFitAccumulator, createSummaryScorer, type StoredFit, storedFit, toSummary } from './scoring';
 import { FIRST_PROFILE_ID, listCustomerPage, streamWorkspaceSummaries } from './summaries.repo';
 
@@ -102,7 +103,7 @@ export async function fitAndRescore(
     const stored = storedFit(newSortableId('fit'), asOf, fittedAt, models, data, rfm);
     await db.transaction(async (tx) => {
       await repo.insertFit(tx, toFitRows(workspaceId, stored));
-      await repo.resetChanges(tx, workspaceId, data.customers);
+      await rescoring.resetChanges(tx, workspaceId, data.customers);
     });
     return stored;
   };
@@ -232,11 +233,11 @@ export async function drainDirty(
       const fit = fromFitRows(await repo.readCurrentFit(tx, workspaceId));
       // Never fitted: the first fit scores every customer, these included.
       if (!fit) return { n: 0, empty: true, refit: true };
-      const ids = await repo.peekDirty(tx, workspaceId, size);
+      const ids = await rescoring.peekDirty(tx, workspaceId, size);
       if (ids.length === 0) return { n: 0, empty: true, refit: false };
       const r = await rescoreProfiles(tx, workspaceId, fit, ids, new Date(), settings);
-      await repo.clearDirty(tx, workspaceId, ids);
-      const state = await repo.countChanges(tx, workspaceId, r.scored);
+      await rescoring.clearDirty(tx, workspaceId, ids);
+      const state = await rescoring.countChanges(tx, workspaceId, r.scored);
       return { n: r.scored, empty: ids.length < size, refit: refitDue(state, fit.fittedAt, new Date()) };
     });
     scored += step.n;

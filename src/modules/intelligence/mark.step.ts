@@ -1,7 +1,7 @@
 import type { Queryable } from '../../platform/db';
 import { OK, type StepResult } from '../../platform/pipeline';
 import { enqueueScore } from './intelligence.jobs';
-import { markDirty } from './intelligence.repo';
+import { markDirty } from './rescoring.repo';
 
 /** What the step needs of a batch's events. */
 export interface ScoredEvent {
