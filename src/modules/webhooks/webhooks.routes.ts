@@ -3,6 +3,7 @@ import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
 import { paged, pageOf } from '../../platform/http/paging';
 import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
+import * as deliveryApi from './deliveries.service';
 import {
   CreateWebhookBody,
   DeletedWebhookSchema,
@@ -190,7 +191,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
     async (req) => {
       const page = pageOf(req, deps.cursors, 'webhook-deliveries', req.params.id);
       return paged(
-        await webhooks.listDeliveries(deps.db, deps.cursors, workspaceOf(req), req.params.id, page),
+        await deliveryApi.listDeliveries(deps.db, deps.cursors, workspaceOf(req), req.params.id, page),
       );
     },
   );
@@ -208,7 +209,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) =>
-      ok(await webhooks.getAttempts(deps.db, workspaceOf(req), req.params.id, req.params.delivery_id)),
+      ok(await deliveryApi.getAttempts(deps.db, workspaceOf(req), req.params.id, req.params.delivery_id)),
   );
 
   app.post(
@@ -224,6 +225,6 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) =>
-      ok(await webhooks.redeliver(deps.db, workspaceOf(req), req.params.id, req.params.delivery_id)),
+      ok(await deliveryApi.redeliver(deps.db, workspaceOf(req), req.params.id, req.params.delivery_id)),
   );
 }
