@@ -176,8 +176,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     if (!line.includes('"event batch"')) {
       const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
       // The backlog's vacuum every 5,000 events would crowd out everything else.
-      if (msg && msg !== 'event backlog vacuumed')
-        recent.splice(0, recent.length, ...[...recent, msg].slice(-4));
+      if (msg && msg !== 'event backlog vacuumed' && recent.push(msg) > 4) recent.shift();
       return;
     }
     try {
@@ -197,6 +196,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     }
   };
   let svc: Service | null = null;
+  let peakSampler: NodeJS.Timeout | undefined;
   try {
     svc = await startService({
       engine,
@@ -209,7 +209,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     // sampled every 20 ms from here on, the peak is reported with what the service was doing.
     let phase = 'setup';
     const peak = { rssMb: 0, phase, done: 0, recent: [] as string[] };
-    const peakSampler = setInterval(() => {
+    peakSampler = setInterval(() => {
       const rss = svc ? memoryOf(svc.pid).rssMb : 0;
       if (rss > peak.rssMb) Object.assign(peak, { rssMb: rss, phase, done, recent: [...recent] });
     }, 20);
@@ -300,6 +300,8 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
         [...stepMs].map(([k, v]) => `${k} ${(v / batches.length).toFixed(1)}`).join(', '),
     );
   } finally {
+    // Also on a failed run: the sampler would read the status of a process that is gone.
+    clearInterval(peakSampler);
     await svc?.stop();
   }
 }
