@@ -16,8 +16,8 @@ interface Node {
   type: IdentifierType;
   value: string;
   profileId: string;
-  firstSeen: Date;
-  lastSeen: Date;
+  /** When this unit gave the identifier to a profile (first_seen of a new node; last_seen advances). */
+  seenAt: Date | null;
   isNew: boolean;
   dirty: boolean;
 }
@@ -31,7 +31,7 @@ export interface GraphView extends OwnerView {
 export interface GraphBatch {
   /** Reads the nodes of these identifiers (one statement for all). */
   load(tx: Queryable, keys: readonly repo.NodeKey[]): Promise<void>;
-  addNodes(rows: readonly repo.NodeRow[]): void;
+  addNodes(rows: readonly repo.NodeRef[]): void;
   /** The profile owning this identifier, as far as this unit knows (live: merges re-point). */
   ownerOf(workspaceId: string, id: Identifier): string | null;
   /** The profiles owning any of these identifiers (read by load or addNodes). */
@@ -103,8 +103,7 @@ export function createGraphBatch(): GraphBatch {
           type: r.type,
           value: r.value,
           profileId: r.profile_id,
-          firstSeen: r.first_seen,
-          lastSeen: r.last_seen,
+          seenAt: null,
           isNew: false,
           dirty: false,
         });
@@ -146,6 +145,7 @@ export function createGraphBatch(): GraphBatch {
       if (n) {
         if (n.profileId !== profileId) {
           n.profileId = profileId;
+          n.seenAt = at;
           n.dirty = true;
         }
       } else {
@@ -155,8 +155,7 @@ export function createGraphBatch(): GraphBatch {
           type: id.type,
           value: id.value,
           profileId,
-          firstSeen: at,
-          lastSeen: at,
+          seenAt: at,
           isNew: true,
           dirty: true,
         });
@@ -190,15 +189,15 @@ export function createGraphBatch(): GraphBatch {
       const writes: repo.NodeWrite[] = [];
       const fresh: string[] = [];
       for (const n of nodes.values()) {
-        if (!n.dirty) continue;
+        if (!n.dirty || !n.seenAt) continue;
         writes.push({
           id: n.id,
           workspace_id: n.workspaceId,
           type: n.type,
           value: n.value,
           profile_id: liveId(n.profileId),
-          first_seen: n.firstSeen.toISOString(),
-          last_seen: n.lastSeen.toISOString(),
+          first_seen: n.seenAt.toISOString(),
+          last_seen: n.seenAt.toISOString(),
         });
         if (n.isNew) fresh.push(n.id);
       }

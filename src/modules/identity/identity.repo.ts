@@ -10,9 +10,13 @@ export interface NodeKey {
   value: string;
 }
 
-export interface NodeRow extends NodeKey {
+/** A node as the pipeline needs it: which profile owns the identifier. */
+export interface NodeRef extends NodeKey {
   id: string;
   profile_id: string;
+}
+
+export interface NodeRow extends NodeRef {
   first_seen: Date;
   last_seen: Date;
 }
@@ -24,12 +28,16 @@ export interface EdgeRow {
   created_at: Date;
 }
 
-/** The nodes that exist for these keys (any workspaces: each key carries its own). */
-export async function findNodes(q: Queryable, keys: readonly NodeKey[]): Promise<NodeRow[]> {
+/**
+ * The nodes that exist for these keys (any workspaces: each key carries its own). Without their
+ * times: a batch looks up about three thousand identifiers, and parsing two timestamps per row was
+ * the largest part of this statement's cost in the service (docs/benchmarks.md).
+ */
+export async function findNodes(q: Queryable, keys: readonly NodeKey[]): Promise<NodeRef[]> {
   if (keys.length === 0) return [];
   // Three arrays, not one jsonb document: parsing the keys was most of this statement's time.
-  const { rows } = await q.query<NodeRow>(
-    `SELECT n.id, n.workspace_id, n.type, n.value, n.profile_id, n.first_seen, n.last_seen
+  const { rows } = await q.query<NodeRef>(
+    `SELECT n.id, n.workspace_id, n.type, n.value, n.profile_id
        FROM unnest($1::uuid[], $2::text[], $3::text[]) AS k(workspace_id, type, value)
        JOIN identity_nodes n ON n.workspace_id = k.workspace_id AND n.type = k.type AND n.value = k.value`,
     [keys.map((k) => k.workspace_id), keys.map((k) => k.type), keys.map((k) => k.value)],

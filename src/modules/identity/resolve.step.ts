@@ -32,6 +32,8 @@ export interface ProfilesPort {
    * the profiles unit; 'stale' when one was merged or erased after the graph was read.
    */
   lock(tx: Queryable, ids: readonly string[]): Promise<'ok' | 'stale'>;
+  /** Reads the traits of locked profiles that a merge may combine (the lock reads only heads). */
+  loadTraits(tx: Queryable, ids: readonly string[]): Promise<void>;
   mergedCounts(tx: Queryable, ids: readonly string[]): Promise<ReadonlyMap<string, number>>;
   create(workspaceId: string, at: Date, eventId: string): string;
   merge(primaryId: string, secondaryId: string, eventId: string, at: Date): void;
@@ -54,13 +56,17 @@ export async function resolveIdentities(
   // The resolver needs a profile's identifiers and merge count only for a possible merge or a new
   // identity on an anonymous profile: load those few up front, in one query.
   const views = new Set<string>();
+  const mergeable = new Set<string>();
   for (const e of events) {
     const io = e.identity ? graph.ownerOf(e.workspaceId, e.identity) : null;
     const ao = e.anonymous ? graph.ownerOf(e.workspaceId, e.anonymous) : null;
-    if (io && ao && io !== ao) views.add(io).add(ao);
-    else if (!io && ao && e.identity) views.add(ao);
+    if (io && ao && io !== ao) {
+      views.add(io).add(ao);
+      mergeable.add(io).add(ao);
+    } else if (!io && ao && e.identity) views.add(ao);
   }
   await graph.loadViews(tx, [...views], profiles.mergedCounts);
+  await profiles.loadTraits(tx, [...mergeable]);
   const isSuppressed = await suppressionOf(tx, events, graph);
 
   const out: Array<[number, Settlement]> = [];
@@ -72,6 +78,7 @@ export async function resolveIdentities(
     // Earlier events of this batch may have moved identifiers: load any view still missing.
     if (identityOwner && anonymousOwner && identityOwner !== anonymousOwner) {
       await graph.loadViews(tx, [identityOwner, anonymousOwner], profiles.mergedCounts);
+      await profiles.loadTraits(tx, [identityOwner, anonymousOwner]);
     } else if (!identityOwner && anonymousOwner && e.identity) {
       await graph.loadViews(tx, [anonymousOwner], profiles.mergedCounts);
     }

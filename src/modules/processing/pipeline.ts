@@ -19,7 +19,7 @@ import {
   applyTraits,
   countMergedInto,
   createProfileBatch,
-  lockProfiles,
+  lockProfileHeads,
   type ProfileBatch,
 } from '../profiles';
 import { markSegmentWork } from '../segments';
@@ -110,7 +110,7 @@ export const PIPELINE: readonly Step[] = [
     name: 'resolve identities',
     run: (w, live) => resolveIdentities(w.tx, live, w.graph, profilesPort(w), w.ctx.log, w.yieldNow),
   },
-  { name: 'apply traits', run: (w, live) => applyTraits(live, w.profiles, w.yieldNow) },
+  { name: 'apply traits', run: (w, live) => applyTraits(w.tx, live, w.profiles, w.yieldNow) },
   { name: 'write profiles', run: writeProfiles },
   // Before the orders: a profile's profile.created fact precedes the order.completed of its first
   // order (facts are read in seq order, and webhooks deliver a profile's facts in that order).
@@ -195,13 +195,14 @@ async function classify(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
 function profilesPort(w: BatchWork): ProfilesPort {
   return {
     async lock(tx, ids) {
-      const { rows, complete } = await lockProfiles(tx, [...new Set(ids)]);
+      const { rows, complete } = await lockProfileHeads(tx, [...new Set(ids)]);
       const live = new Set(rows.filter((p) => p.merged_into === null).map((p) => p.id));
       // Merged away or erased between the graph read and the lock: read again from scratch.
       if (!complete || ids.some((id) => !live.has(id))) return 'stale';
-      w.profiles.addLocked(rows);
+      w.profiles.addHeads(rows);
       return 'ok';
     },
+    loadTraits: (tx, ids) => w.profiles.loadTraits(tx, ids),
     mergedCounts: countMergedInto,
     create: (ws, at, eventId) => w.profiles.createProfile(ws, at, { type: 'event', id: eventId }).id,
     merge(primaryId, secondaryId, eventId, at) {

@@ -22,7 +22,14 @@ export {
   resolveProfileId,
 } from './profiles.read';
 // The one lock order of every writer, and what the identity resolver reads of a profile.
-export { countMergedInto, type LockedProfiles, lockProfiles, type ProfileRow } from './profiles.repo';
+export {
+  countMergedInto,
+  type LockedProfiles,
+  lockProfileHeads,
+  lockProfiles,
+  type ProfileHead,
+  type ProfileRow,
+} from './profiles.repo';
 export { lockInto, storeOrderSummary, withRetry } from './profiles.write';
 // The intelligence module's scores, written onto the profile row.
 export { type ProfileScores, storeScores } from './scores.repo';

@@ -3,7 +3,13 @@ import { newUuid } from '../../platform/ids';
 import type { OutboxFact } from '../outbox';
 import { insertLineage, type LineageWrite } from './lineage.repo';
 import { moveMergedHistory } from './merge-history';
-import { type BatchProfile, type ProfileBatch, profileFromRow, type Source } from './profile-batch.types';
+import {
+  type BatchProfile,
+  type ProfileBatch,
+  profileFromHead,
+  profileFromRow,
+  type Source,
+} from './profile-batch.types';
 import * as repo from './profiles.repo';
 import {
   type FieldChange,
@@ -77,6 +83,27 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
     addLocked(rows) {
       for (const r of rows) if (!profiles.has(r.id)) profiles.set(r.id, profileFromRow(r));
     },
+    addHeads(rows) {
+      for (const r of rows) if (!profiles.has(r.id)) profiles.set(r.id, profileFromHead(r));
+    },
+    async loadTraits(tx, ids) {
+      const heads = new Map<string, BatchProfile>();
+      for (const id of ids) {
+        const p = survivor(id);
+        if (p && !p.loaded) heads.set(p.id, p);
+      }
+      for (const r of await repo.readTraits(tx, [...heads.keys()])) {
+        const p = heads.get(r.id)!;
+        p.traits = {
+          email: r.email,
+          first_name: r.first_name,
+          last_name: r.last_name,
+          attributes: r.attributes ?? {},
+          field_times: r.field_times ?? {},
+        };
+        p.loaded = true;
+      }
+    },
     survivor,
     createProfile(workspaceId, at, source) {
       const p: BatchProfile = {
@@ -87,6 +114,7 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
         updatedAt: at,
         isNew: true,
         dirty: true,
+        loaded: true,
         mergedInto: null,
         attributesBytes: 2,
       };
@@ -103,6 +131,7 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
       return p;
     },
     applyTraits(profile, update, time, source, at) {
+      mustBeLoaded(profile);
       // In place: the batch owns its profiles' states (read from rows or created here), and a copy
       // per write would cost time in proportion to the profile instead of the write.
       const r = mergeTraitsInPlace(profile.traits, update, time);
@@ -133,6 +162,8 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
     },
     merge(primary, secondary, source, at) {
       if (primary.id === secondary.id) return;
+      mustBeLoaded(primary);
+      mustBeLoaded(secondary);
       const s = secondary.traits;
       const time = timesOfProfile(s.field_times, secondary.updatedAt.getTime());
       // A merge is never refused for size (a person is one profile): the merged profile may exceed
@@ -180,6 +211,7 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
       const writes: repo.ProfileWrite[] = [];
       for (const p of profiles.values()) {
         if (!p.dirty) continue;
+        mustBeLoaded(p);
         writes.push({
           id: p.id,
           workspace_id: p.workspaceId,
@@ -199,4 +231,9 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
     },
   };
   return batch;
+}
+
+/** A head-only profile written back would lose its traits: never let that happen quietly. */
+function mustBeLoaded(p: BatchProfile): void {
+  if (!p.loaded) throw new Error(`profile ${p.id} was changed before its traits were read (loadTraits)`);
 }

@@ -19,6 +19,11 @@ export interface BatchProfile {
   updatedAt: Date;
   isNew: boolean;
   dirty: boolean;
+  /**
+   * False for a profile locked by its head only (lockProfileHeads): of its traits only `email` is
+   * known until loadTraits reads the rest. Changing or merging it before then is a bug, and throws.
+   */
+  loaded: boolean;
   /** Set when merged into another profile during this unit of work. */
   mergedInto: string | null;
   /**
@@ -44,6 +49,10 @@ export interface ProfileBatch {
   readonly facts: readonly OutboxFact[];
   /** Adds rows read (and locked) by the caller. */
   addLocked(rows: readonly repo.ProfileRow[]): void;
+  /** Adds profiles the caller locked by their heads only (their traits are read by loadTraits). */
+  addHeads(rows: readonly repo.ProfileHead[]): void;
+  /** Reads the traits of these profiles' survivors where only their heads are known: one statement. */
+  loadTraits(tx: Queryable, ids: Iterable<string>): Promise<void>;
   /** The live profile an id stands for after this unit's merges so far. */
   survivor(id: string): BatchProfile | null;
   createProfile(workspaceId: string, at: Date, source: Source): BatchProfile;
@@ -70,8 +79,7 @@ export interface ProfileBatch {
 
 export function profileFromRow(row: repo.ProfileRow): BatchProfile {
   return {
-    id: row.id,
-    workspaceId: row.workspace_id,
+    ...profileFromHead(row),
     traits: {
       email: row.email,
       first_name: row.first_name,
@@ -79,10 +87,20 @@ export function profileFromRow(row: repo.ProfileRow): BatchProfile {
       attributes: row.attributes ?? {},
       field_times: row.field_times ?? {},
     },
+    loaded: true,
+  };
+}
+
+export function profileFromHead(row: repo.ProfileHead): BatchProfile {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    traits: { email: row.email, first_name: null, last_name: null, attributes: {}, field_times: {} },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     isNew: false,
     dirty: false,
+    loaded: false,
     mergedInto: null,
     attributesBytes: null,
   };

@@ -24,11 +24,23 @@ export interface ProfileRow {
 export const COLUMNS = `p.id, p.seq, p.workspace_id, p.email, p.first_name, p.last_name, p.attributes, p.field_times,
   p.total_spend, p.rfm_segment, p.churn_risk_score, p.predicted_clv, p.merged_into, p.created_at, p.updated_at`;
 
-export interface LockedProfiles {
+/** What a lock must read of a profile whose traits may go untouched: no trait documents. */
+export interface ProfileHead {
+  id: string;
+  workspace_id: string;
+  email: string | null;
+  merged_into: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const HEAD_COLUMNS = 'p.id, p.workspace_id, p.email, p.merged_into, p.created_at, p.updated_at';
+
+export interface LockedProfiles<Row extends ProfileHead = ProfileRow> {
   /** The rows of the ids asked for (missing ids are absent; a merged-away one shows merged_into). */
-  rows: ProfileRow[];
+  rows: Row[];
   /** The rows merged into them (locked too: a merge of their survivor re-points them). */
-  merged: ProfileRow[];
+  merged: Row[];
   /**
    * False when a profile was merged into a locked one after the lock statement's snapshot: that row
    * is not locked, so the caller must roll back and start again (StaleReadError), never lock it
@@ -46,11 +58,28 @@ export interface LockedProfiles {
  * the live ones, is exactly the deadlock seen under concurrent merges (a transaction holding the
  * merged-away row from a stale read waits for a live one held by the merger, which waits for it).
  */
-export async function lockProfiles(q: Queryable, ids: readonly string[]): Promise<LockedProfiles> {
+export function lockProfiles(q: Queryable, ids: readonly string[]): Promise<LockedProfiles> {
+  return lockWith<ProfileRow>(q, ids, COLUMNS);
+}
+
+/**
+ * The same lock, reading only the heads (lockProfiles' rules hold): the worker locks every profile
+ * its batch touches, and most of its events (pages, tracks, orders) change no trait, so their
+ * attributes and field times are read later, for the profiles that need them (readTraits).
+ */
+export function lockProfileHeads(q: Queryable, ids: readonly string[]): Promise<LockedProfiles<ProfileHead>> {
+  return lockWith<ProfileHead>(q, ids, HEAD_COLUMNS);
+}
+
+async function lockWith<Row extends ProfileHead>(
+  q: Queryable,
+  ids: readonly string[],
+  columns: string,
+): Promise<LockedProfiles<Row>> {
   if (ids.length === 0) return { rows: [], merged: [], complete: true };
   const asked = [...new Set(ids)];
-  const { rows: locked } = await q.query<ProfileRow>(
-    `SELECT ${COLUMNS} FROM profiles p WHERE p.id = ANY($1::uuid[]) OR p.merged_into = ANY($1::uuid[])
+  const { rows: locked } = await q.query<Row>(
+    `SELECT ${columns} FROM profiles p WHERE p.id = ANY($1::uuid[]) OR p.merged_into = ANY($1::uuid[])
       ORDER BY p.id FOR UPDATE OF p`,
     [asked],
   );
@@ -67,6 +96,22 @@ export async function lockProfiles(q: Queryable, ids: readonly string[]): Promis
     [rows.filter((r) => r.merged_into === null).map((r) => r.id), locked.map((r) => r.id)],
   );
   return { rows, merged, complete: late[0]!.n === 0 };
+}
+
+/** The trait columns of profiles this transaction already holds (lockProfileHeads). */
+export type ProfileTraitsRow = Pick<
+  ProfileRow,
+  'id' | 'email' | 'first_name' | 'last_name' | 'attributes' | 'field_times'
+>;
+
+export async function readTraits(q: Queryable, ids: readonly string[]): Promise<ProfileTraitsRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await q.query<ProfileTraitsRow>(
+    `SELECT p.id, p.email, p.first_name, p.last_name, p.attributes, p.field_times
+       FROM profiles p WHERE p.id = ANY($1::uuid[])`,
+    [ids],
+  );
+  return rows;
 }
 
 export interface ProfileWrite {

@@ -1,6 +1,7 @@
+import type { Queryable } from '../../platform/db';
 import { type Settlement, type StepResult, settled } from '../../platform/pipeline';
-import type { ProfileBatch } from './profile-batch';
-import { traitsFromPayload } from './traits';
+import type { BatchProfile, ProfileBatch } from './profile-batch';
+import { type TraitUpdate, traitsFromPayload } from './traits';
 
 /**
  * The pipeline's traits step: an identify event's traits merge into its profile (newer event time
@@ -20,32 +21,39 @@ export interface TraitEvent {
 }
 
 export async function applyTraits(
+  tx: Queryable,
   events: readonly TraitEvent[],
   profiles: ProfileBatch,
   yieldNow: () => Promise<void>,
 ): Promise<StepResult> {
-  const out: Array<[number, Settlement]> = [];
+  const candidates: Array<{ e: TraitEvent; profile: BatchProfile; update: TraitUpdate }> = [];
   for (const e of events) {
     const profile = e.profileId ? profiles.survivor(e.profileId) : null;
     if (!profile) continue;
-    await yieldNow();
     const update = e.eventType === 'identify' ? traitsFromPayload(e.payload) : {};
+    if (hasChange(update) || fillsEmail(e, update, profile)) candidates.push({ e, profile, update });
+  }
+  // Only the profiles that may be written need their traits (the lock read their heads): one read.
+  await profiles.loadTraits(
+    tx,
+    candidates.map((c) => c.profile.id),
+  );
+  const out: Array<[number, Settlement]> = [];
+  for (const { e, profile, update } of candidates) {
+    await yieldNow();
     // An e-mail identity fills an empty e-mail field (so `email=` finds the profile) under the
-    // same newer-wins rule as a trait.
-    if (e.email !== null && update.email === undefined && profile.traits.email === null) {
-      update.email = e.email;
-    }
-    if (
-      update.email === undefined &&
-      update.first_name === undefined &&
-      update.last_name === undefined &&
-      !update.attributes
-    ) {
-      continue;
-    }
+    // same newer-wins rule as a trait; an earlier event of the batch may have filled it already.
+    if (fillsEmail(e, update, profile)) update.email = e.email!;
+    if (!hasChange(update)) continue;
     const r = profiles.applyTraits(profile, update, e.at.getTime(), { type: 'event', id: e.eventId }, e.at);
     // Retryable once the profile has room (POST /tenant/dead-letters/{id}/retry).
     if (!r.applied) out.push([e.seq, { kind: 'dead_letter', reason: r.reason }]);
   }
   return settled(out);
 }
+
+const hasChange = (u: TraitUpdate): boolean =>
+  u.email !== undefined || u.first_name !== undefined || u.last_name !== undefined || !!u.attributes;
+
+const fillsEmail = (e: TraitEvent, u: TraitUpdate, profile: BatchProfile): boolean =>
+  e.email !== null && u.email === undefined && profile.traits.email === null;
