@@ -170,6 +170,8 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
   const batches: BatchLine[] = [];
   const stepMs = new Map<string, number>();
   let done = 0;
+  // Claimed, then left for a later batch (an older event of the same person held elsewhere).
+  let deferred = 0;
   // What the service said last besides batches (jobs, fits, maintenance): the context of a peak.
   const recent: string[] = [];
   const onStdoutLine = (line: string) => {
@@ -189,6 +191,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
       };
       const n = l.claimed - l.deferred;
       done += n;
+      deferred += l.deferred;
       for (const [k, v] of Object.entries(l.step_ms ?? {})) stepMs.set(k, (stepMs.get(k) ?? 0) + v);
       batches.push({ time: l.time, done: n, claimMs: l.claim_ms });
     } catch {
@@ -285,7 +288,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     const quarter = (q: number) =>
       samples[Math.min(samples.length - 1, Math.floor((samples.length - 1) * q))] ?? 0;
     note(
-      `${engine}: ${batches.length} batches; RSS at 0/25/50/75/100%: ` +
+      `${engine}: ${batches.length} batches, ${deferred} claims deferred; RSS at 0/25/50/75/100%: ` +
         [0, 0.25, 0.5, 0.75, 1].map((q) => quarter(q).toFixed(0)).join('/') +
         ` MB; live profiles ${facts.live}, merged ${facts.merged}, orders ${facts.orders}, ` +
         `lineage rows ${facts.lineage}, dead letters ${facts.dead}, still waiting ${facts.waiting}`,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../../../test/harness';
+import { ENGINE, startTestService, type TestService } from '../../../test/harness';
 import { createLogger } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
-import { countBacklog, findPendingBefore } from './processing.repo';
+import { claimEvent, countBacklog, findPendingBefore } from './processing.repo';
 import { processBatch } from './processing.service';
 import { insertTestEvents } from './processing.test-kit';
 import { startProcessingLoop } from './processing.worker';
@@ -90,4 +90,50 @@ describe('the event backlog', () => {
       await loop.stop();
     }
   });
+
+  // PGlite has one connection: a second transaction cannot hold an event while a batch runs.
+  it.skipIf(ENGINE !== 'postgres')(
+    'puts an event the order guard deferred back on the backlog, to be applied after the older one',
+    async () => {
+      await drain();
+      const [anon, other] = [crypto.randomUUID(), crypto.randomUUID()];
+      const ids = await insertTestEvents(db(), svc.ws.id, [
+        { anonymous_id: anon, event_type: 'page', event_name: 'older' },
+        { anonymous_id: anon, event_type: 'page', event_name: 'newer' },
+        { anonymous_id: other, event_type: 'page', event_name: 'someone else' },
+      ]);
+      const { rows: seqs } = await db().query<{ seq: string }>(
+        'SELECT seq FROM events WHERE id = ANY($1::text[]) ORDER BY seq',
+        [ids],
+      );
+      // Another worker holds the older event of the same person.
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let holding!: () => void;
+      const held = new Promise<void>((r) => (holding = r));
+      const holder = db().transaction(async (tx) => {
+        expect(await claimEvent(tx, Number(seqs[0]!.seq))).not.toBeNull();
+        holding();
+        await released;
+      });
+      await held;
+      const out = await processBatch(db(), ctx(), 1000);
+      expect(out).toMatchObject({ claimed: 2, deferred: 1, applied: 1 });
+      // The held one and the deferred one wait; the other person's event was applied.
+      expect(await countBacklog(db())).toBe(2);
+      release();
+      await holder;
+      await drain();
+      expect(await countBacklog(db())).toBe(0);
+      const { rows } = await db().query<{ event_name: string; processed: boolean }>(
+        'SELECT event_name, processed_at IS NOT NULL AS processed FROM events WHERE id = ANY($1::text[]) ORDER BY seq',
+        [ids],
+      );
+      expect(rows.map((r) => [r.event_name, r.processed])).toEqual([
+        ['older', true],
+        ['newer', true],
+        ['someone else', true],
+      ]);
+    },
+  );
 });

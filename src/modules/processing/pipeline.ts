@@ -35,7 +35,7 @@ import { guardOrder, markProcessed } from './processing.steps';
  * transaction, so a batch's effects, its outbox facts and its processed marks commit together:
  * each event is applied exactly once.
  *
- *   claim               processing   oldest waiting events no other worker holds (the backlog)
+ *   claim               processing   oldest waiting events no other worker holds, off the backlog
  *   classify            identity     identifiers from raw values; junk values and merge cap per workspace
  *   guard order         processing   an older event of the same person held elsewhere: deferred
  *   resolve identities  identity     lock owners, suppression, the resolver's decision per event
@@ -45,7 +45,7 @@ import { guardOrder, markProcessed } from './processing.steps';
  *   apply orders        commerce     orders, products, spend; unusable payload: dead letter
  *   mark rescoring      intelligence the order events' profiles on the rescoring list, a score job queued
  *   mark segment work   segments     touched and merged profiles on the dirty list, a refresh queued
- *   mark processed      processing   backlog rows gone, events marked, dead letters, drops
+ *   mark processed      processing   deferred events back on the backlog, the rest marked; dead letters, drops
  *
  * New capabilities attach as a step here or as consumers of the outbox facts.
  */
@@ -130,7 +130,6 @@ export async function runPipeline(
   tx: Queryable,
   ctx: PipelineContext,
   claimed: readonly ClaimedEvent[],
-  gone: readonly number[] = [],
 ): Promise<PipelineResult> {
   // With ROLE=all the HTTP server shares this thread: every few milliseconds of applying events,
   // requests that arrived meanwhile get their turn (a batch of wide writes is seconds of CPU).
@@ -156,7 +155,7 @@ export async function runPipeline(
     for (const [seq, s] of r.settled ?? []) work.settled.set(seq, s);
   }
   const t0 = performance.now();
-  await markProcessed(work, gone);
+  await markProcessed(work);
   work.timings['mark processed'] = performance.now() - t0;
   return { kind: 'done', work };
 }

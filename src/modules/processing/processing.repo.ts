@@ -16,17 +16,22 @@ const EVENT_COLUMNS = `${eventRecordColumns('e')}, e.workspace_id, e.api_key_id`
  */
 
 /**
- * Claims the oldest waiting events that no other worker holds (migrations/0006_event_backlog.sql).
- * The backlog rows stay locked until the claiming transaction ends, which is also where they are
- * deleted and the events marked processed: exactly once. A seq whose event is gone (its workspace
- * deleted, or erased) comes back with `id` null; markProcessed removes it.
+ * Claims the oldest waiting events that no other worker holds (migrations/0006_event_backlog.sql)
+ * and takes them off the backlog in the same statement: a deleted row stays locked until the
+ * claiming transaction ends, exactly as a `FOR UPDATE` one would (other claims skip it, other
+ * workers' order guards still see it), and one row write replaces a lock and a later DELETE. The
+ * transaction marks the events processed; if it rolls back, the rows are back. Events the pipeline
+ * defers go back on the backlog (returnToBacklog). A seq whose event is gone (its workspace deleted,
+ * or erased) comes back with `id` null.
  */
 export async function claimEvents(
   q: Queryable,
   limit: number,
 ): Promise<{ events: ClaimedEvent[]; gone: number[] }> {
   const { rows } = await q.query<ClaimedEvent & { claimed: number }>(
-    `WITH c AS (SELECT seq FROM event_backlog ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+    `WITH c AS (DELETE FROM event_backlog
+                  WHERE seq IN (SELECT seq FROM event_backlog ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+                  RETURNING seq)
      SELECT c.seq AS claimed, ${EVENT_COLUMNS}
        FROM c LEFT JOIN LATERAL (SELECT * FROM events WHERE seq = c.seq) e ON true ORDER BY c.seq`,
     [limit],
@@ -81,6 +86,16 @@ export async function findPendingBefore(
 export async function removeFromBacklog(q: Queryable, seqs: readonly number[]): Promise<void> {
   if (seqs.length === 0) return;
   await q.query('DELETE FROM event_backlog WHERE seq = ANY($1::bigint[])', [seqs]);
+}
+
+/** Puts claimed events back on the backlog (deferred by the order guard), in this transaction. */
+export async function returnToBacklog(q: Queryable, seqs: readonly number[]): Promise<void> {
+  if (seqs.length === 0) return;
+  await q.query(
+    `INSERT INTO event_backlog (seq, workspace_id, anonymous_id, identity)
+     SELECT seq, workspace_id, anonymous_id, identity FROM events WHERE seq = ANY($1::bigint[])`,
+    [seqs],
+  );
 }
 
 /** Puts an event back on the backlog (a re-queued dead letter). */

@@ -54,7 +54,7 @@ export async function processBatch(db: Db, ctx: ProcessorContext, limit: number)
       };
       if (outcome.claimed === 0) return outcome;
       try {
-        const r = await runPipeline(tx, { ...ctx, held }, events, gone);
+        const r = await runPipeline(tx, { ...ctx, held }, events);
         // Rolls the transaction back; the loop retries the batch with fresh reads.
         if (r.kind === 'retry') throw new StaleReadError(r.reason);
         outcome.steps = r.work.timings;
@@ -63,7 +63,7 @@ export async function processBatch(db: Db, ctx: ProcessorContext, limit: number)
           else if (s.kind === 'dropped') outcome.dropped++;
           else outcome.deadLettered++;
         }
-        // A claimed seq whose event was deleted meanwhile (`gone`) only leaves the backlog.
+        // A claimed seq whose event was deleted meanwhile (`gone`) left the backlog with the claim.
         outcome.applied = events.length - outcome.deferred - outcome.dropped - outcome.deadLettered;
       } catch (err) {
         // The loop needs to know which events failed, to retry them one by one.

@@ -63,14 +63,22 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
   return settled(deferred.map((d) => [d.seq, { kind: 'deferred' }]));
 }
 
-/** `gone`: claimed seqs whose event was deleted meanwhile; they only leave the backlog. */
-export async function markProcessed(w: BatchWork, gone: readonly number[]): Promise<void> {
+/**
+ * The claim took the batch off the backlog: the deferred events go back on it, the others are
+ * marked (or deleted, when dropped). Claimed seqs whose event was deleted meanwhile (`gone`) need
+ * nothing more.
+ */
+export async function markProcessed(w: BatchWork): Promise<void> {
   const applied: Array<{ seq: number; profile_id: string | null }> = [];
   const dropped: number[] = [];
+  const deferred: number[] = [];
   const deadLetters: repo.DeadLetterWrite[] = [];
   for (const i of w.items) {
     const s = w.settled.get(i.seq);
-    if (s?.kind === 'deferred') continue;
+    if (s?.kind === 'deferred') {
+      deferred.push(i.seq);
+      continue;
+    }
     if (s?.kind === 'dropped') {
       dropped.push(i.seq);
       continue;
@@ -82,7 +90,7 @@ export async function markProcessed(w: BatchWork, gone: readonly number[]): Prom
     applied.push({ seq: i.seq, profile_id: i.profileId });
   }
   await repo.insertDeadLetters(w.tx, deadLetters);
-  await repo.removeFromBacklog(w.tx, [...applied.map((a) => a.seq), ...dropped, ...gone]);
+  await repo.returnToBacklog(w.tx, deferred);
   await markEventsApplied(w.tx, applied);
   await deleteEventsBySeq(w.tx, dropped);
 }
