@@ -208,6 +208,13 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     // BENCH_NODE_OPTIONS tries V8 or Node settings on the service without changing the code.
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
     ...(opts.env ?? {}),
+    // BENCH_SERVICE_ENV="WORKER_BATCH_SIZE=2000 …" tries the service's own settings the same way.
+    ...Object.fromEntries(
+      (process.env.BENCH_SERVICE_ENV ?? '')
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    ),
   };
   let dataDir: string | null = null;
   let schema: string | null = null;

@@ -213,7 +213,12 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     let phase = 'setup';
     const peak = { rssMb: 0, phase, done: 0, recent: [] as string[] };
     peakSampler = setInterval(() => {
-      const rss = svc ? memoryOf(svc.pid).rssMb : 0;
+      let rss = 0;
+      try {
+        rss = svc ? memoryOf(svc.pid).rssMb : 0;
+      } catch {
+        // PGlite's service is halted while the bench writes the log: no process to sample.
+      }
       if (rss > peak.rssMb) Object.assign(peak, { rssMb: rss, phase, done, recent: [...recent] });
     }, 20);
     // PGlite is embedded: its directory is opened by the bench only while the service is halted.

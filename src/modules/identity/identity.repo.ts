@@ -1,5 +1,5 @@
 import type { Queryable } from '../../platform/db';
-import { movesFrom, movesParams } from '../../platform/db/moves';
+import { movedRowsFrom, movesParams } from '../../platform/db/moves';
 import type { IdentifierType } from './identifiers';
 
 /** SQL of the identity graph. Keys and rows travel as one jsonb parameter (one round trip per batch). */
@@ -91,7 +91,8 @@ export async function repointNodes(
 ): Promise<void> {
   if (moves.length === 0) return;
   await q.query(
-    `UPDATE identity_nodes n SET profile_id = m.to_id FROM ${movesFrom(1)} WHERE n.profile_id = m.from_id`,
+    `UPDATE identity_nodes n SET profile_id = x.to_id
+       FROM ${movedRowsFrom(1, 'identity_nodes', 'id', 'profile_id')} WHERE n.id = x.key`,
     movesParams(moves),
   );
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../platform/db';
-import { movesFrom, movesParams } from '../../platform/db/moves';
+import { movedRowsFrom, movesParams } from '../../platform/db/moves';
 
 /**
  * The event log's side of profile erasure and merges: the events table belongs to ingest, so the
@@ -27,8 +27,8 @@ export async function moveEventsOfProfiles(
 ): Promise<void> {
   if (moves.length === 0) return;
   await q.query(
-    `UPDATE events e SET profile_id = m.to_id FROM ${movesFrom(2)}
-      WHERE e.workspace_id = $1 AND e.profile_id = m.from_id`,
+    `UPDATE events e SET profile_id = x.to_id
+       FROM ${movedRowsFrom(2, 'events', 'seq', 'profile_id', 'AND workspace_id = $1')} WHERE e.seq = x.key`,
     [workspaceId, ...movesParams(moves)],
   );
 }

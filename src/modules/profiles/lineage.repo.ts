@@ -1,6 +1,6 @@
 import { createYielder, stringifyArray } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
-import { movesFrom, movesParams } from '../../platform/db/moves';
+import { movedRowsFrom, movesParams } from '../../platform/db/moves';
 import type { Json } from './traits';
 
 /** SQL of profile_lineage: every field-level change of a profile (spec rule 4). */
@@ -82,8 +82,8 @@ export async function moveLineage(
 ): Promise<void> {
   if (moves.length === 0) return;
   await q.query(
-    `UPDATE profile_lineage l SET profile_id = m.to_id FROM ${movesFrom(2)}
-      WHERE l.workspace_id = $1 AND l.profile_id = m.from_id`,
+    `UPDATE profile_lineage l SET profile_id = x.to_id
+       FROM ${movedRowsFrom(2, 'profile_lineage', 'seq', 'profile_id', 'AND workspace_id = $1')} WHERE l.seq = x.key`,
     [workspaceId, ...movesParams(moves)],
   );
 }
