@@ -227,6 +227,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     env.DATABASE_SCHEMA = schema;
   }
   const removeDatabase = async () => {
+    // BENCH_KEEP_SCHEMA=1 leaves a PostgreSQL run's schema behind, to inspect its plans afterwards.
+    if (schema && process.env.BENCH_KEEP_SCHEMA) return note(`kept schema ${schema}`);
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     if (schema) await dropSchema(PG_URL, schema).catch(() => {});
   };

@@ -29,8 +29,8 @@ export interface GraphView extends OwnerView {
 }
 
 export interface GraphBatch {
-  /** Reads the nodes of these identifiers (one statement for all). */
-  load(tx: Queryable, keys: readonly repo.NodeKey[]): Promise<void>;
+  /** Reads the nodes of these identifiers (one statement for all); only those of `ownedBy` if given. */
+  load(tx: Queryable, keys: readonly repo.NodeKey[], ownedBy?: readonly string[]): Promise<void>;
   addNodes(rows: readonly repo.NodeRef[]): void;
   /** The profile owning this identifier, as far as this unit knows (live: merges re-point). */
   ownerOf(workspaceId: string, id: Identifier): string | null;
@@ -90,8 +90,8 @@ export function createGraphBatch(): GraphBatch {
   };
 
   const batch: GraphBatch = {
-    async load(tx, keys) {
-      batch.addNodes(await repo.findNodes(tx, keys));
+    async load(tx, keys, ownedBy) {
+      batch.addNodes(await repo.findNodes(tx, keys, ownedBy));
     },
     addNodes(rows) {
       for (const r of rows) {

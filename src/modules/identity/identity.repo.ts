@@ -33,24 +33,41 @@ export interface EdgeRow {
  * about three thousand identifiers, so the statement is kept lean both ways: each workspace id is
  * sent once (keys name it by position), and a row comes back as the key's position, the node's id
  * and its owner, without the times (parsing two timestamps per row was most of its cost in the
- * service, docs/benchmarks.md).
+ * service, docs/benchmarks.md). `ownedBy` keeps only the nodes of those profiles.
  */
-export async function findNodes(q: Queryable, keys: readonly NodeKey[]): Promise<NodeRef[]> {
-  if (keys.length === 0) return [];
+export async function findNodes(
+  q: Queryable,
+  keys: readonly NodeKey[],
+  ownedBy?: readonly string[],
+): Promise<NodeRef[]> {
+  if (keys.length === 0 || ownedBy?.length === 0) return [];
   const workspaces = [...new Set(keys.map((k) => k.workspace_id))];
   const position = new Map(workspaces.map((w, i) => [w, i + 1]));
+  const params = [
+    workspaces,
+    keys.map((k) => position.get(k.workspace_id)!),
+    keys.map((k) => k.type),
+    keys.map((k) => k.value),
+  ];
   // Arrays, not one jsonb document: parsing the keys was most of this statement's time.
-  const { rows } = await q.query<{ i: number; id: string; profile_id: string }>(
-    `SELECT k.i::int AS i, n.id, n.profile_id
-       FROM unnest($2::int[], $3::text[], $4::text[]) WITH ORDINALITY AS k(w, type, value, i)
-       JOIN identity_nodes n ON n.workspace_id = ($1::uuid[])[k.w] AND n.type = k.type AND n.value = k.value`,
-    [
-      workspaces,
-      keys.map((k) => position.get(k.workspace_id)!),
-      keys.map((k) => k.type),
-      keys.map((k) => k.value),
-    ],
-  );
+  const keyRows = 'unnest($2::int[], $3::text[], $4::text[]) WITH ORDINALITY AS k(w, type, value, i)';
+  const { rows } = ownedBy
+    ? // From the owners' side (materialized, so the planner cannot turn it back into key probes):
+      // their nodes, through the index of profile ids, matched to the keys in memory. Probing the
+      // keys themselves cost twice as much per key, another worker writing those very nodes.
+      await q.query<{ i: number; id: string; profile_id: string }>(
+        `WITH n AS MATERIALIZED (
+           SELECT id, workspace_id, type, value, profile_id FROM identity_nodes WHERE profile_id = ANY($5::uuid[]))
+         SELECT k.i::int AS i, n.id, n.profile_id
+           FROM n JOIN ${keyRows} ON n.workspace_id = ($1::uuid[])[k.w] AND n.type = k.type AND n.value = k.value`,
+        [...params, ownedBy],
+      )
+    : await q.query<{ i: number; id: string; profile_id: string }>(
+        `SELECT k.i::int AS i, n.id, n.profile_id
+           FROM ${keyRows}
+           JOIN identity_nodes n ON n.workspace_id = ($1::uuid[])[k.w] AND n.type = k.type AND n.value = k.value`,
+        params,
+      );
   return rows.map((r) => ({ ...keys[r.i - 1]!, id: r.id, profile_id: r.profile_id }));
 }
 

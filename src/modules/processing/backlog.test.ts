@@ -136,4 +136,41 @@ describe('the event backlog', () => {
       ]);
     },
   );
+
+  it.skipIf(ENGINE !== 'postgres')(
+    'defers an event that shares no identifier with the held older one, only the profile owning both',
+    async () => {
+      await drain();
+      const anon = crypto.randomUUID();
+      const email = `owner-${crypto.randomUUID()}@example.com`;
+      await insertTestEvents(db(), svc.ws.id, [
+        { anonymous_id: anon, identity: email, event_type: 'identify', event_name: 'identify' },
+      ]);
+      await drain();
+      // The older event names the person by e-mail only, the newer by the device only.
+      const ids = await insertTestEvents(db(), svc.ws.id, [
+        { identity: email, event_type: 'page', event_name: 'older' },
+        { anonymous_id: anon, event_type: 'page', event_name: 'newer' },
+      ]);
+      const { rows: seqs } = await db().query<{ seq: string }>(
+        'SELECT seq FROM events WHERE id = ANY($1::text[]) ORDER BY seq',
+        [ids],
+      );
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let holding!: () => void;
+      const held = new Promise<void>((r) => (holding = r));
+      const holder = db().transaction(async (tx) => {
+        expect(await claimEvent(tx, Number(seqs[0]!.seq))).not.toBeNull();
+        holding();
+        await released;
+      });
+      await held;
+      expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
+      release();
+      await holder;
+      await drain();
+      expect(await countBacklog(db())).toBe(0);
+    },
+  );
 });

@@ -2,6 +2,7 @@ import { type StepResult, settled } from '../../platform/pipeline';
 import {
   classifyAnonymousId,
   classifyIdentity,
+  type Identifier,
   type IdentifierType,
   identifierKey,
   junkSetFromSettings,
@@ -37,22 +38,15 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
       ids: [classifyIdentity(p.identity, junk), classifyAnonymousId(p.anonymous_id, junk)],
     };
   });
-  // One lookup for every identifier of the batch and of the events it may have to wait for.
-  const keys = new Map<string, { workspace_id: string; type: IdentifierType; value: string }>();
-  for (const { workspaceId, ids } of [
-    ...live.map((i) => ({ workspaceId: i.workspaceId, ids: [i.identity, i.anonymous] })),
-    ...pending,
-  ]) {
-    for (const id of ids) {
-      if (id)
-        keys.set(identifierKey(workspaceId, id), {
-          workspace_id: workspaceId,
-          type: id.type,
-          value: id.value,
-        });
-    }
-  }
-  await w.graph.load(w.tx, [...keys.values()]);
+  // The batch's own identifiers first: resolution needs their owners anyway. Of the identifiers
+  // only the waiting events have, just the nodes owned by one of those owners matter: another owner
+  // can match no token of this batch. At 1M events that second lookup found almost nothing and
+  // returning every node made it most of the guard's time (docs/benchmarks.md).
+  const own = keysOf(live.map((i) => ({ workspaceId: i.workspaceId, ids: [i.identity, i.anonymous] })));
+  await w.graph.load(w.tx, [...own.values()]);
+  const theirs = keysOf(pending);
+  for (const k of own.keys()) theirs.delete(k);
+  await w.graph.load(w.tx, [...theirs.values()], w.graph.owners([...own.values()]));
   const { deferred } = partitionByOrder(
     live.map((i) => ({
       seq: i.seq,
@@ -93,4 +87,24 @@ export async function markProcessed(w: BatchWork): Promise<void> {
   await repo.returnToBacklog(w.tx, deferred);
   await markEventsApplied(w.tx, applied);
   await deleteEventsBySeq(w.tx, dropped);
+}
+
+type NodeKeyOf = { workspace_id: string; type: IdentifierType; value: string };
+
+/** The identifier keys of these events, by their string key (identifierKey). */
+function keysOf(
+  events: ReadonlyArray<{ workspaceId: string; ids: ReadonlyArray<Identifier | null> }>,
+): Map<string, NodeKeyOf> {
+  const keys = new Map<string, NodeKeyOf>();
+  for (const { workspaceId, ids } of events) {
+    for (const id of ids) {
+      if (id)
+        keys.set(identifierKey(workspaceId, id), {
+          workspace_id: workspaceId,
+          type: id.type,
+          value: id.value,
+        });
+    }
+  }
+  return keys;
 }
