@@ -21,6 +21,24 @@ const ctx = () => ({
   settings: svc.rt.deps.settings,
   orderGate: createMutex(),
 });
+/** Holds a waiting event as another worker would (its backlog row locked) until `release()`. */
+async function holdEvent(eventId: string): Promise<() => Promise<void>> {
+  const { rows } = await db().query<{ seq: string }>('SELECT seq FROM events WHERE id = $1', [eventId]);
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let holding!: () => void;
+  const held = new Promise<void>((r) => (holding = r));
+  const holder = db().transaction(async (tx) => {
+    expect(await claimEvent(tx, Number(rows[0]!.seq))).not.toBeNull();
+    holding();
+    await released;
+  });
+  await held;
+  return async () => {
+    release();
+    await holder;
+  };
+}
 const drain = async () => {
   while ((await processBatch(db(), ctx(), 1000)).claimed > 0) {}
 };
@@ -102,27 +120,13 @@ describe('the event backlog', () => {
         { anonymous_id: anon, event_type: 'page', event_name: 'newer' },
         { anonymous_id: other, event_type: 'page', event_name: 'someone else' },
       ]);
-      const { rows: seqs } = await db().query<{ seq: string }>(
-        'SELECT seq FROM events WHERE id = ANY($1::text[]) ORDER BY seq',
-        [ids],
-      );
       // Another worker holds the older event of the same person.
-      let release!: () => void;
-      const released = new Promise<void>((r) => (release = r));
-      let holding!: () => void;
-      const held = new Promise<void>((r) => (holding = r));
-      const holder = db().transaction(async (tx) => {
-        expect(await claimEvent(tx, Number(seqs[0]!.seq))).not.toBeNull();
-        holding();
-        await released;
-      });
-      await held;
+      const release = await holdEvent(ids[0]!);
       const out = await processBatch(db(), ctx(), 1000);
       expect(out).toMatchObject({ claimed: 2, deferred: 1, applied: 1 });
       // The held one and the deferred one wait; the other person's event was applied.
       expect(await countBacklog(db())).toBe(2);
-      release();
-      await holder;
+      await release();
       await drain();
       expect(await countBacklog(db())).toBe(0);
       const { rows } = await db().query<{ event_name: string; processed: boolean }>(
@@ -152,23 +156,9 @@ describe('the event backlog', () => {
         { identity: email, event_type: 'page', event_name: 'older' },
         { anonymous_id: anon, event_type: 'page', event_name: 'newer' },
       ]);
-      const { rows: seqs } = await db().query<{ seq: string }>(
-        'SELECT seq FROM events WHERE id = ANY($1::text[]) ORDER BY seq',
-        [ids],
-      );
-      let release!: () => void;
-      const released = new Promise<void>((r) => (release = r));
-      let holding!: () => void;
-      const held = new Promise<void>((r) => (holding = r));
-      const holder = db().transaction(async (tx) => {
-        expect(await claimEvent(tx, Number(seqs[0]!.seq))).not.toBeNull();
-        holding();
-        await released;
-      });
-      await held;
+      const release = await holdEvent(ids[0]!);
       expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
-      release();
-      await holder;
+      await release();
       await drain();
       expect(await countBacklog(db())).toBe(0);
     },
