@@ -528,6 +528,27 @@ export function memoryOf(pid: number): Memory {
 }
 
 // ---------------------------------------------------------------------------------------------
+// CPU
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux this runs on). */
+const TICKS_PER_S = 100;
+
+/** CPU seconds a process has used so far, user and system (Linux /proc/<pid>/stat). */
+export function cpuSecondsOf(pid: number): number {
+  // The command name (field 2) may hold spaces: count fields from the closing parenthesis.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / TICKS_PER_S; // utime, stime (fields 14 and 15)
+}
+
+/** CPU seconds the whole machine has spent busy so far (all cores; idle and I/O wait excluded). */
+export function machineBusySeconds(): number {
+  const [, ...t] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+  const [user, nice, system, , , irq, softirq, steal] = t.map(Number);
+  return (user! + nice! + system! + irq! + softirq! + steal!) / TICKS_PER_S;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Output
 
 export interface Line {

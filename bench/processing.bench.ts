@@ -13,9 +13,21 @@
  *   BENCH_EVENTS=100000 npm run bench -- processing      (a quick run)
  */
 import { createHash } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { appendEvents, type NewEvent } from '../src/modules/ingest';
 import type { Db } from '../src/platform/db';
-import { type EngineName, engines, memoryOf, note, report, type Service, sleep, startService } from './lib';
+import {
+  cpuSecondsOf,
+  type EngineName,
+  engines,
+  machineBusySeconds,
+  memoryOf,
+  note,
+  report,
+  type Service,
+  sleep,
+  startService,
+} from './lib';
 
 const TARGET_EVENTS_PER_S = { postgres: 20_000, pglite: 5_000 } as const;
 /** The last window's rate may be at most this much below the first's. */
@@ -235,12 +247,14 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     const samples: number[] = [];
     phase = 'processing';
     const t0 = performance.now();
+    const cpu0 = { service: cpuSecondsOf(svc.pid), machine: machineBusySeconds() };
     while (done < total) {
       await sleep(250);
       samples.push(memoryOf(svc.pid).rssMb);
       if (performance.now() - t0 > 30 * 60_000)
         throw new Error(`only ${done} of ${total} events after 30 min`);
     }
+    const cpu = cpuPerEvent(cpu0, svc.pid, total, (performance.now() - t0) / 1000);
     const mem = memoryOf(svc.pid);
     clearInterval(peakSampler);
     const whole = windowOf(batches, 0, total)!;
@@ -283,6 +297,21 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
       target: 'no growth with the log (≤ 2 × the first window)',
       pass: last.claimMs <= Math.max(1, first.claimMs * 2),
     });
+    const budgetUs = (cpu.cores * 1e6) / target;
+    report({
+      name: `processing CPU per event, whole machine (${engine})`,
+      value: cpu.machineUs,
+      unit: 'µs/event',
+      ceiling: { value: budgetUs, unit: `µs/event (${cpu.cores} cores at the target rate)` },
+      target: `≤ the budget: ${cpu.cores} cores can sustain ${target} events/s only below it`,
+      pass: cpu.machineUs <= budgetUs,
+    });
+    note(
+      `${engine}: CPU per event ${cpu.serviceUs.toFixed(0)} µs in the service` +
+        (engine === 'postgres' ? `, ${cpu.restUs.toFixed(0)} µs elsewhere (the database, the bench)` : '') +
+        `; cores busy ${(cpu.busy * 100).toFixed(0)}% of the run; at full use of ${cpu.cores} cores ` +
+        `this work per event allows ${cpu.boundRate.toFixed(0)} events/s`,
+    );
     report({
       name: `processing peak RSS (${engine})`,
       value: mem.hwmMb,
@@ -312,6 +341,32 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     clearInterval(peakSampler);
     await svc?.stop();
   }
+}
+
+/**
+ * CPU spent per processed event over the processing window: the service's own (with PGlite, the
+ * database too) and the rest of the machine's (with PostgreSQL, its backends). Less noisy than a
+ * rate on a shared machine, and it bounds the rate: `cores / CPU per event` is the most this work
+ * could reach with every core busy, however well the loops overlap.
+ */
+function cpuPerEvent(
+  start: { service: number; machine: number },
+  pid: number,
+  events: number,
+  seconds: number,
+) {
+  const cores = availableParallelism();
+  const service = cpuSecondsOf(pid) - start.service;
+  const machine = machineBusySeconds() - start.machine;
+  const us = (s: number) => (s * 1e6) / events;
+  return {
+    cores,
+    serviceUs: us(service),
+    restUs: us(machine - service),
+    machineUs: us(machine),
+    busy: machine / (cores * seconds),
+    boundRate: (cores * events) / machine,
+  };
 }
 
 export default async function run(): Promise<void> {
