@@ -6,7 +6,8 @@
  * commerce. The service logs every batch (LOG_LEVEL=debug: events claimed, deferred, claim time);
  * from those lines the bench measures events/s over the whole log, over the first and the last
  * 100,000 events, and the mean claim time of each window: a claim must not slow down as the log of
- * processed events grows. Also the process's peak RSS. Ceiling, measured in the same run on the same
+ * processed events grows. Also the process's peak RSS, and the CPU spent per event (the service's
+ * and the rest of the machine's) against the budget the target rate leaves on these cores. Ceiling, measured in the same run on the same
  * database: batched jsonb upserts of profile-shaped rows (1000 per statement), the cheapest write
  * every processed event needs at least.
  *
