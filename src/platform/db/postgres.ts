@@ -1,10 +1,13 @@
 import pg from 'pg';
 import { isStorageUnavailable } from './errors';
 import type { Db, Queryable, QueryOptions, QueryResult } from './port';
+import { createTimestamptzParser } from './timestamps';
 
 // int8 (20) and numeric (1700) as numbers: counts, sequence ids and decimal money all fit in a double.
 pg.types.setTypeParser(20, (v) => Number(v));
 pg.types.setTypeParser(1700, (v) => Number(v));
+// timestamptz (1184) read at fixed positions; anything unusual still goes to pg's own parser.
+pg.types.setTypeParser(1184, createTimestamptzParser(pg.types.getTypeParser(1184, 'text')));
 
 /** Connections per process: enough for the group-committer, two claiming loops and the API's reads. */
 export const POSTGRES_POOL_SIZE = 20;
