@@ -49,6 +49,9 @@ export interface Reply {
   text: string;
 }
 
+/** A fixed, readable uuid for test rows: `uuidOf(7)` is `00000000-0000-4000-8000-000000000007`. */
+export const uuidOf = (n: number): string => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+
 export function freshSchemaName(): string {
   return `t_${randomBytes(6).toString('hex')}`;
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../../../test/harness';
+import { startTestService, type TestService, uuidOf as uuid } from '../../../test/harness';
 import { movedRowsFrom, movesParams } from './moves';
 
 let svc: TestService;
@@ -7,8 +7,6 @@ beforeAll(async () => {
   svc = await startTestService();
 });
 afterAll(async () => svc?.close());
-
-const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
 describe('moving rows from merged-away profiles', () => {
   it('finds the rows to move through the index, one probe per move, in a table the planner has no statistics of', async () => {
