@@ -46,9 +46,9 @@ const QUERIES: Array<{ name: string; query: unknown; sql: string; params: (now: 
       count: { op: 'gte', value: 2 },
     },
     sql: `SELECT count(*)::int AS n FROM profiles p
-            JOIN (SELECT profile_id FROM events
+            JOIN (SELECT profile_id FROM event_profiles
                    WHERE workspace_id = $1 AND event_type = 'track' AND event_name = 'Added to Cart'
-                     AND occurred_at >= $2 AND profile_id IS NOT NULL
+                     AND occurred_at >= $2
                    GROUP BY profile_id HAVING count(*) >= 2) e ON e.profile_id = p.id
            WHERE p.workspace_id = $1 AND p.merged_into IS NULL`,
     params: (now) => [new Date(now.getTime() - 30 * DAY_MS)],
@@ -74,7 +74,7 @@ const QUERIES: Array<{ name: string; query: unknown; sql: string; params: (now: 
     sql: `SELECT count(*)::int AS n FROM profiles p
            WHERE p.workspace_id = $1 AND p.merged_into IS NULL
              AND (p.attributes->>'plan' IN ('pro', 'enterprise') OR p.total_spend >= 900)
-             AND NOT EXISTS (SELECT 1 FROM events e
+             AND NOT EXISTS (SELECT 1 FROM event_profiles e
                               WHERE e.workspace_id = $1 AND e.profile_id = p.id AND e.event_type = 'track'
                                 AND e.event_name = 'Checkout Started' AND e.occurred_at >= $2)
              AND (SELECT sum(o.total) FROM orders o

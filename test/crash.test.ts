@@ -208,7 +208,7 @@ describe('crash safety of ingestion', () => {
       let pending = Number.POSITIVE_INFINITY;
       while (pending > 0 && Date.now() < deadline) {
         const r = await db.query<{ n: number }>(
-          'SELECT count(*)::int AS n FROM events WHERE id = ANY($1::text[]) AND processed_at IS NULL',
+          'SELECT count(*)::int AS n FROM events e WHERE e.id = ANY($1::text[]) AND e.seq IN (SELECT seq FROM event_backlog)',
           [ids],
         );
         pending = r.rows[0]!.n;
@@ -217,8 +217,8 @@ describe('crash safety of ingestion', () => {
       expect(pending).toBe(0);
       // One identity, one profile: no event was applied twice into a duplicate profile.
       const profiles = await db.query<{ identity: string; n: number }>(
-        `SELECT identity, count(DISTINCT profile_id)::int AS n FROM events
-          WHERE id = ANY($1::text[]) GROUP BY identity`,
+        `SELECT e.identity, count(DISTINCT a.profile_id)::int AS n FROM events e JOIN event_profiles a ON a.seq = e.seq
+          WHERE e.id = ANY($1::text[]) GROUP BY e.identity`,
         [ids],
       );
       expect(profiles.rows.every((r) => r.n === 1)).toBe(true);

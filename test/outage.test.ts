@@ -238,7 +238,7 @@ async function expectStoredOnceAndProcessed(acked: string[]) {
       `every event to be processed (${pending} left)`,
       async () => {
         const r = await db.query<{ n: number }>(
-          'SELECT count(*)::int AS n FROM events WHERE processed_at IS NULL',
+          'SELECT count(*)::int AS n FROM events e WHERE e.seq IN (SELECT seq FROM event_backlog)',
         );
         pending = r.rows[0]!.n;
         return pending === 0;

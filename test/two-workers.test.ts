@@ -184,9 +184,11 @@ describe.skipIf(!PG_URL)(
         expect(p.attributes.counter).toBe(identifies[identifies.length - 1]);
         for (const i of identifies) expect(p.attributes[`k${i}`]).toBe(true);
         expect(p.total_spend).toBe(person.events.filter((e) => e.event_type === 'order').length);
-        const [row] = await q<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE profile_id = $1', [
-          p.id,
-        ]);
+        const [row] = await q<{ n: number }>(
+          `SELECT count(*)::int AS n FROM event_profiles a JOIN events e ON e.seq = a.seq
+            WHERE a.profile_id = $1`,
+          [p.id],
+        );
         expect(row?.n).toBe(STEPS);
       }
 

@@ -80,7 +80,7 @@ describe('loading the demo dataset', () => {
     const deadline = Date.now() + 90_000;
     while (
       (await countRows(
-        'SELECT count(*)::int AS n FROM events WHERE workspace_id = $1 AND processed_at IS NULL',
+        'SELECT count(*)::int AS n FROM events e WHERE e.workspace_id = $1 AND e.seq IN (SELECT seq FROM event_backlog)',
         [ws.id],
       )) > 0
     ) {

@@ -142,8 +142,9 @@ export async function listNodesOfProfile(
   const { rows } = await q.query<NodeRow>(
     `SELECT n.id, n.workspace_id, n.type, n.value, n.profile_id, n.first_seen,
             GREATEST(n.last_seen, (
-              SELECT max(e.occurred_at) FROM events e
-               WHERE e.workspace_id = n.workspace_id AND e.profile_id = n.profile_id
+              SELECT max(a.occurred_at) FROM event_profiles a
+               CROSS JOIN LATERAL (SELECT * FROM events x WHERE x.seq = a.seq OFFSET 0) e
+               WHERE a.workspace_id = n.workspace_id AND a.profile_id = n.profile_id
                  AND CASE n.type
                        WHEN 'anonymous_id' THEN lower(btrim(e.anonymous_id)) = n.value
                        WHEN 'email' THEN lower(btrim(e.identity)) = n.value

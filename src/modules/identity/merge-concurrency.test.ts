@@ -113,7 +113,8 @@ async function expectConsistent(
     expect(nodes.rows).toHaveLength(set.length);
     for (const n of nodes.rows) expect(n.profile_id).toBe(survivor);
     const events = await db().query<{ profile_id: string }>(
-      'SELECT profile_id FROM events WHERE workspace_id = $1 AND identity = ANY($2::text[])',
+      `SELECT a.profile_id FROM events e JOIN event_profiles a ON a.seq = e.seq
+        WHERE e.workspace_id = $1 AND e.identity = ANY($2::text[])`,
       [svc.ws.id, members],
     );
     expect(events.rows).toHaveLength(2 * set.length);
@@ -225,7 +226,8 @@ describe('concurrent merges', () => {
       await waitProcessed(db());
       const anonIds = (
         await db().query<{ profile_id: string }>(
-          `SELECT e.profile_id FROM events e WHERE e.workspace_id = $1 AND e.anonymous_id = ANY($2::text[])
+          `SELECT a.profile_id FROM events e JOIN event_profiles a ON a.seq = e.seq
+            WHERE e.workspace_id = $1 AND e.anonymous_id = ANY($2::text[])
             ORDER BY e.seq`,
           [svc.ws.id, anons],
         )
@@ -286,7 +288,7 @@ describe('concurrent merges', () => {
                   WHERE p.merged_into IS NOT NULL)
               + (SELECT count(*) FROM identity_nodes n JOIN profiles p ON p.id = n.profile_id
                   WHERE p.merged_into IS NOT NULL)
-              + (SELECT count(*) FROM events e JOIN profiles p ON p.id = e.profile_id
+              + (SELECT count(*) FROM event_profiles e JOIN profiles p ON p.id = e.profile_id
                   WHERE p.merged_into IS NOT NULL)
               + (SELECT count(*) FROM orders o JOIN profiles p ON p.id = o.profile_id
                   WHERE p.merged_into IS NOT NULL) AS n`,

@@ -2,31 +2,37 @@ import type { Queryable } from '../../platform/db';
 
 /**
  * The event log's side of processing: the worker records where each event was applied, and drops
- * the events of erased, suppressed people. The events table belongs to ingest, so the processing
- * module reaches these rows only through the module's index.
+ * the events of erased, suppressed people. The log itself is never updated once appended
+ * (migrations/0026_event_profiles.sql): the profile an event was applied to is a row of
+ * `event_profiles`. The events tables belong to ingest, so the processing module reaches these rows
+ * only through the module's index.
  */
 
-/** Marks events processed and records the (surviving) profile each was applied to. */
-export async function markEventsApplied(
-  q: Queryable,
-  applied: ReadonlyArray<{ seq: number; profile_id: string | null }>,
-): Promise<void> {
+/** An event applied to a profile. */
+export interface AppliedEvent {
+  seq: number;
+  profile_id: string;
+}
+
+/** Records the (surviving) profile each event was applied to. */
+export async function markEventsApplied(q: Queryable, applied: readonly AppliedEvent[]): Promise<void> {
   if (applied.length === 0) return;
-  // Two arrays, not one jsonb document: cheaper to send and to unpack for a thousand rows.
+  // The log's columns are copied inside the database, not sent back: a timestamp read into a JS Date
+  // loses its microseconds, and the copy must equal the log. One primary-key probe per event (the
+  // claim just read those pages); LATERAL … OFFSET 0 keeps the planner from hashing the whole log.
   await q.query(
-    `UPDATE events e SET processed_at = now(), profile_id = u.profile_id
+    `INSERT INTO event_profiles (seq, workspace_id, profile_id, occurred_at, event_type, event_name)
+     SELECT e.seq, e.workspace_id, u.profile_id, e.occurred_at, e.event_type, e.event_name
        FROM unnest($1::bigint[], $2::uuid[]) AS u(seq, profile_id)
-      WHERE e.seq = u.seq`,
+       CROSS JOIN LATERAL (SELECT * FROM events x WHERE x.seq = u.seq OFFSET 0) e`,
     [applied.map((a) => a.seq), applied.map((a) => a.profile_id)],
   );
 }
 
-/** Puts a processed event back in the unprocessed state (a re-queued dead letter); its id, or null. */
+/** Forgets where a processed event was applied (a re-queued dead letter); its id, or null if gone. */
 export async function markEventUnprocessed(q: Queryable, seq: number): Promise<string | null> {
-  const { rows } = await q.query<{ id: string }>(
-    'UPDATE events SET processed_at = NULL, profile_id = NULL WHERE seq = $1 RETURNING id',
-    [seq],
-  );
+  await q.query('DELETE FROM event_profiles WHERE seq = $1', [seq]);
+  const { rows } = await q.query<{ id: string }>('SELECT id FROM events WHERE seq = $1', [seq]);
   return rows[0]?.id ?? null;
 }
 

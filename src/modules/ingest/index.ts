@@ -14,7 +14,12 @@ export {
   storeEventRows,
   validateEvents,
 } from './append-events';
-export { deleteEventsBySeq, markEventsApplied, markEventUnprocessed } from './applied.repo';
+export {
+  type AppliedEvent,
+  deleteEventsBySeq,
+  markEventsApplied,
+  markEventUnprocessed,
+} from './applied.repo';
 export { eraseEventsOfProfiles, moveEventsToSurvivors } from './erase';
 export {
   EVENT_RECORD_COLUMNS,

@@ -34,7 +34,6 @@ interface StoredEvent extends EventRecord {
   workspace_id: string;
   message_id: string | null;
   api_key_id: string;
-  processed_at: Date | null;
 }
 
 async function stored(ids: string[]): Promise<StoredEvent[]> {

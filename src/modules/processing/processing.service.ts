@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../platform/db';
 import type { Mutex } from '../../platform/mutex';
-import { markEventsApplied } from '../ingest';
 import { StaleReadError } from '../profiles';
 import type { SettingsStore } from '../workspaces';
 import { runPipeline } from './pipeline';
@@ -93,7 +92,6 @@ export async function deadLetterEvent(
     if (!e) return false;
     await repo.insertDeadLetters(tx, [repo.deadLetter(e.workspace_id, e.seq, reason, attempts)]);
     await repo.removeFromBacklog(tx, [e.seq]);
-    await markEventsApplied(tx, [{ seq: e.seq, profile_id: null }]);
     return true;
   });
 }

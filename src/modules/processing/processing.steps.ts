@@ -8,7 +8,7 @@ import {
   junkSetFromSettings,
   orderingTokens,
 } from '../identity';
-import { deleteEventsBySeq, markEventsApplied } from '../ingest';
+import { type AppliedEvent, deleteEventsBySeq, markEventsApplied } from '../ingest';
 import { loadSettings, settingsOf } from './batch-settings';
 import { partitionByOrder } from './ordering';
 import type { BatchWork, WorkItem } from './pipeline';
@@ -63,7 +63,7 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
  * nothing more.
  */
 export async function markProcessed(w: BatchWork): Promise<void> {
-  const applied: Array<{ seq: number; profile_id: string | null }> = [];
+  const applied: AppliedEvent[] = [];
   const dropped: number[] = [];
   const deferred: number[] = [];
   const deadLetters: repo.DeadLetterWrite[] = [];
@@ -81,7 +81,8 @@ export async function markProcessed(w: BatchWork): Promise<void> {
       deadLetters.push(repo.deadLetter(i.workspaceId, i.seq, s.reason));
       if (!s.keepProfile) i.profileId = null;
     }
-    applied.push({ seq: i.seq, profile_id: i.profileId });
+    // Processed either way (it left the backlog in the claim); recorded where it was applied.
+    if (i.profileId !== null) applied.push({ seq: i.seq, profile_id: i.profileId });
   }
   await repo.insertDeadLetters(w.tx, deadLetters);
   await repo.returnToBacklog(w.tx, deferred);

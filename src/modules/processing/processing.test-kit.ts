@@ -37,7 +37,7 @@ export async function waitProcessed(db: Db, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { rows } = await db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM events WHERE processed_at IS NULL',
+      'SELECT count(*)::int AS n FROM events e WHERE e.seq IN (SELECT seq FROM event_backlog)',
     );
     if (rows[0]!.n === 0) return;
     if (Date.now() > deadline)

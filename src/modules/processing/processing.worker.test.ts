@@ -87,7 +87,7 @@ describe('the processing loop during a database outage', () => {
     const dead = await db.query('SELECT reason FROM dead_letters WHERE workspace_id = $1', [svc.ws.id]);
     expect(dead.rows).toEqual([]);
     const applied = await db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM events WHERE id = ANY($1::text[]) AND profile_id IS NOT NULL',
+      'SELECT count(*)::int AS n FROM events e JOIN event_profiles a ON a.seq = e.seq WHERE e.id = ANY($1::text[])',
       [ids],
     );
     expect(applied.rows[0]!.n).toBe(5);

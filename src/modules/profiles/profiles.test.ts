@@ -211,7 +211,7 @@ describe('DELETE /tenant/profiles/{id}', () => {
     expect((await svc.call('DELETE', `/tenant/profiles/${p.id}`)).status).toBe(404);
     const db = svc.rt.deps.db;
     const left = await db.query(
-      `SELECT (SELECT count(*) FROM events WHERE profile_id = $1)::int AS events,
+      `SELECT (SELECT count(*) FROM event_profiles WHERE profile_id = $1)::int AS events,
               (SELECT count(*) FROM profile_lineage WHERE profile_id = $1)::int AS lineage,
               (SELECT count(*) FROM orders WHERE profile_id = $1)::int AS orders,
               (SELECT count(*) FROM profile_erasures WHERE profile_id = $1)::int AS logged`,

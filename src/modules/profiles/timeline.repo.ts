@@ -1,9 +1,10 @@
 import type { Queryable } from '../../platform/db';
-import { EVENT_RECORD_COLUMNS, type EventRecord } from '../ingest';
+import { type EventRecord, eventRecordColumns } from '../ingest';
 
 /**
  * A profile's timeline: a read of the event log (owned by ingest) by profile id, kept here because it
- * is a profile read model; ingest's erase.ts is the only way profiles change those rows.
+ * is a profile read model; ingest's erase.ts is the only way profiles change those rows. The events
+ * applied to a profile are listed by `event_profiles` (migrations/0026) and read from the log by seq.
  */
 
 /** A timeline row is the ingest module's EventRecord (one shape for every reader of the log). */
@@ -18,11 +19,14 @@ export async function listProfileEvents(
   limit: number,
 ): Promise<TimelineRow[]> {
   const { rows } = await q.query<TimelineRow>(
-    `SELECT ${EVENT_RECORD_COLUMNS}
-       FROM events
-      WHERE workspace_id = $1 AND profile_id = $2
-        AND ($3::timestamptz IS NULL OR (occurred_at, seq) < ($3::timestamptz, $4::bigint))
-      ORDER BY occurred_at DESC, seq DESC LIMIT $5`,
+    // LATERAL with OFFSET 0: one primary-key probe of the log per listed event, never a hash of it.
+    `SELECT ${eventRecordColumns('e')}
+       FROM (SELECT seq, occurred_at FROM event_profiles
+              WHERE workspace_id = $1 AND profile_id = $2
+                AND ($3::timestamptz IS NULL OR (occurred_at, seq) < ($3::timestamptz, $4::bigint))
+              ORDER BY occurred_at DESC, seq DESC LIMIT $5) a
+       CROSS JOIN LATERAL (SELECT * FROM events x WHERE x.seq = a.seq OFFSET 0) e
+      ORDER BY a.occurred_at DESC, a.seq DESC`,
     [workspaceId, profileId, before?.occurredAt ?? null, before?.seq ?? 0, limit],
   );
   return rows;

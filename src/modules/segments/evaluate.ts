@@ -3,8 +3,8 @@ import { compileSegment, type SegmentQuery } from './query';
 
 /**
  * Runs compiled segment queries over profiles. The compiler (./query) answers a boolean expression
- * over the profile alias `p` (it reads profiles, events and orders: segments only ever read those
- * tables); this shell adds the workspace, the liveness test and the set of profiles to look at:
+ * over the profile alias `p` (it reads profiles, event_profiles, events for payload filters, and
+ * orders: segments only ever read those tables); this shell adds the workspace, the liveness test and the set of profiles to look at:
  * either a list of ids (a refresh of dirty profiles) or a slice of profiles by `seq`.
  *
  * Slices exist because PGlite has one connection: one statement over a whole workspace would hold

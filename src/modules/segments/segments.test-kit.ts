@@ -4,14 +4,15 @@ import type { EvalProfile } from './query';
 /** Test helpers: waiting for membership to settle, and reading a workspace the way evaluateSegment sees it. */
 
 /**
- * Resolves once every event is processed, no profile waits for a refresh and no full evaluation
- * is pending: membership then reflects every committed change. Fails after `timeoutMs`.
+ * Resolves once every event is processed (has left event_backlog), no profile waits for a refresh
+ * and no full evaluation is pending: membership then reflects every committed change. Fails after
+ * `timeoutMs`.
  */
 export async function waitSegmentsSettled(db: Db, timeoutMs = 20_000): Promise<number> {
   const t0 = Date.now();
   for (;;) {
     const { rows } = await db.query<{ n: number }>(
-      `SELECT (SELECT count(*) FROM events WHERE processed_at IS NULL)
+      `SELECT (SELECT count(*) FROM event_backlog)
             + (SELECT count(*) FROM segment_dirty_profiles)
             + (SELECT count(*) FROM segments WHERE full_after_seq IS NOT NULL) AS n`,
     );
@@ -36,8 +37,8 @@ export async function readEvalProfiles(db: Db, workspaceId: string): Promise<Eva
     payload: unknown;
     occurred_at: Date;
   }>(
-    `SELECT profile_id, event_type AS type, event_name AS name, payload, occurred_at
-       FROM events WHERE workspace_id = $1 AND profile_id IS NOT NULL`,
+    `SELECT ep.profile_id, ep.event_type AS type, ep.event_name AS name, e.payload, ep.occurred_at
+       FROM event_profiles ep JOIN events e ON e.seq = ep.seq WHERE ep.workspace_id = $1`,
     [workspaceId],
   );
   const { rows: orders } = await db.query<{

@@ -79,18 +79,19 @@ describe('compileSegment', () => {
       }),
     ).toEqual({
       sql:
-        '((SELECT count(*) FROM events e WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id ' +
+        '((SELECT count(*) FROM event_profiles e ' +
+        'CROSS JOIN LATERAL (SELECT x.payload FROM events x WHERE x.seq = e.seq OFFSET 0) ev ' +
+        'WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id ' +
         'AND e.event_type = $2::text AND e.event_name = $3::text AND e.occurred_at >= $4::timestamptz ' +
-        "AND CASE WHEN jsonb_typeof((e.payload #> $5::text[])) = 'number' " +
-        'THEN (e.payload #> $5::text[])::numeric > $6::numeric ELSE false END) >= $7::int8)',
+        "AND CASE WHEN jsonb_typeof((ev.payload #> $5::text[])) = 'number' " +
+        'THEN (ev.payload #> $5::text[])::numeric > $6::numeric ELSE false END) >= $7::int8)',
       params: ['track', 'Product Viewed', '2026-01-01T00:00:00.000Z', ['price'], '10', '3'],
     });
   });
 
   it('writes a count test as one grouped pass over the window with the set strategy', () => {
     const grouped = (having: string) =>
-      'EXISTS (SELECT 1 FROM (SELECT e.workspace_id, e.profile_id FROM events e WHERE e.event_name = $2::text ' +
-      'AND e.profile_id IS NOT NULL ' +
+      'EXISTS (SELECT 1 FROM (SELECT e.workspace_id, e.profile_id FROM event_profiles e WHERE e.event_name = $2::text ' +
       `GROUP BY 1, 2 HAVING ${having}) g WHERE g.workspace_id = p.workspace_id AND g.profile_id = p.id)`;
     const set = (count: unknown) =>
       compileSegment(q({ event: { name: 'Viewed' }, count }), {
@@ -105,7 +106,7 @@ describe('compileSegment', () => {
   });
 
   it('uses EXISTS for "occurred" and NOT EXISTS for "did not occur"', () => {
-    const body = 'FROM events e WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id';
+    const body = 'FROM event_profiles e WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id';
     expect(compile({ event: { type: 'page' } }).sql).toBe(
       `EXISTS (SELECT 1 ${body} AND e.event_type = $2::text)`,
     );

@@ -78,10 +78,29 @@ function eventSql(c: EventCondition, { p, now, set }: Emit): string {
   if (f.type !== undefined) where.push(`e.event_type = ${p(f.type)}::text`);
   if (f.name !== undefined) where.push(`e.event_name = ${p(f.name)}::text`);
   where.push(...windowSql('e.occurred_at', f, p, now));
-  for (const w of f.where ?? []) {
-    where.push(jsonSql(`(e.payload #> ${p(splitPath(w.property))}::text[])`, w.op, w.value, p));
+  const filters = f.where ?? [];
+  for (const w of filters) {
+    where.push(jsonSql(`(ev.payload #> ${p(splitPath(w.property))}::text[])`, w.op, w.value, p));
   }
-  return aggregateSql({ table: 'events', alias: 'e', where, aggregate: 'count(*)', test: c.count, p, set });
+  // The rows come from event_profiles (migration 0026), which has every column a condition tests
+  // but the payload: that stays in the log alone. A payload filter reads it by seq, one primary-key
+  // probe for each row the other filters let through. OFFSET 0 keeps the sub-query a per-row probe:
+  // pulled up into a plain join, with no statistics (PGlite has none, autovacuum may be off) the
+  // planner could hash-join the whole log instead.
+  const join =
+    filters.length > 0
+      ? ' CROSS JOIN LATERAL (SELECT x.payload FROM events x WHERE x.seq = e.seq OFFSET 0) ev'
+      : '';
+  return aggregateSql({
+    table: 'event_profiles',
+    alias: 'e',
+    join,
+    where,
+    aggregate: 'count(*)',
+    test: c.count,
+    p,
+    set,
+  });
 }
 
 function orderSql(c: OrderCondition, { p, now }: Emit): string {
@@ -98,7 +117,7 @@ function orderSql(c: OrderCondition, { p, now }: Emit): string {
     const item = { product_id: f.product_id, category: f.category };
     where.push(`o.items @> ${p(JSON.stringify([item]))}::jsonb`);
   }
-  const rows = { table: 'orders', alias: 'o', where, p, set: false } as const;
+  const rows = { table: 'orders', alias: 'o', join: '', where, p, set: false } as const;
   if (c.sum !== undefined)
     return aggregateSql({ ...rows, aggregate: 'COALESCE(sum(o.total), 0)', test: c.sum });
   return aggregateSql({ ...rows, aggregate: 'count(*)', test: c.count });
@@ -160,8 +179,10 @@ function windowSql(col: string, w: Window, p: Param, now: Date): string[] {
 }
 
 interface Aggregate {
-  table: 'events' | 'orders';
+  table: 'event_profiles' | 'orders';
   alias: 'e' | 'o';
+  /** Joined after the table (with its leading space), for columns the row filters need from elsewhere. */
+  join: string;
   /** The row filters, without the correlation to the profile. */
   where: string[];
   aggregate: 'count(*)' | 'COALESCE(sum(o.total), 0)';
@@ -175,9 +196,9 @@ interface Aggregate {
  * stop at the first row, and which the planner already turns into a semi- or anti-join when that
  * is cheaper: they need no `set` form.
  */
-function aggregateSql({ table, alias: a, where, aggregate, test, p, set }: Aggregate): string {
+function aggregateSql({ table, alias: a, join, where, aggregate, test, p, set }: Aggregate): string {
   const correlated = [`${a}.workspace_id = p.workspace_id`, `${a}.profile_id = p.id`, ...where];
-  const body = `FROM ${table} ${a} WHERE ${correlated.join(' AND ')}`;
+  const body = `FROM ${table} ${a}${join} WHERE ${correlated.join(' AND ')}`;
   if (aggregate === 'count(*)') {
     const { op, value } = test ?? { op: 'gte', value: 1 };
     if ((op === 'gte' && value === 1) || (op === 'gt' && value === 0) || (op === 'neq' && value === 0)) {
@@ -195,10 +216,11 @@ function aggregateSql({ table, alias: a, where, aggregate, test, p, set }: Aggre
   // profiles that fail it instead, and the condition is its negation.
   const zeroPasses = passes(t, 0);
   const having = zeroPasses ? `NOT (${holds(aggregate)})` : holds(aggregate);
-  // Rows without a profile belong to nobody's group; saying so lets the planner read the window
-  // from events_name_time_idx, which holds only rows with a profile (migration 0023).
-  const filter = `WHERE ${[...where, `${a}.profile_id IS NOT NULL`].join(' AND ')} `;
-  const groups = `SELECT ${a}.workspace_id, ${a}.profile_id FROM ${table} ${a} ${filter}GROUP BY 1, 2 HAVING ${having}`;
+  // Every row of event_profiles has a profile, so the window is read from
+  // event_profiles_name_time_idx alone (it carries event_type and profile_id; migration 0026), and
+  // the log only for a payload filter.
+  const filter = where.length > 0 ? `WHERE ${where.join(' AND ')} ` : '';
+  const groups = `SELECT ${a}.workspace_id, ${a}.profile_id FROM ${table} ${a}${join} ${filter}GROUP BY 1, 2 HAVING ${having}`;
   const member = `EXISTS (SELECT 1 FROM (${groups}) g WHERE g.workspace_id = p.workspace_id AND g.profile_id = p.id)`;
   return zeroPasses ? `(NOT ${member})` : member;
 }

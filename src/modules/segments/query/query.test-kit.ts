@@ -19,6 +19,7 @@ export async function createWorkspaceRow(db: Queryable): Promise<string> {
 }
 
 export async function clearWorkspace(db: Queryable, ws: string): Promise<void> {
+  await db.query('DELETE FROM event_profiles WHERE workspace_id = $1', [ws]);
   await db.query('DELETE FROM events WHERE workspace_id = $1', [ws]);
   await db.query('DELETE FROM orders WHERE workspace_id = $1', [ws]);
   await db.query('DELETE FROM profiles WHERE workspace_id = $1', [ws]);
@@ -80,10 +81,16 @@ export async function loadProfiles(
       })),
     ),
   );
+  // The log holds the event; event_profiles records the profile it was applied to (migration 0026).
   await db.query(
-    `INSERT INTO events (id, workspace_id, event_type, event_name, payload, occurred_at, profile_id)
-     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, workspace_id uuid, event_type text,
-       event_name text, payload jsonb, occurred_at timestamptz, profile_id uuid)`,
+    `WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, workspace_id uuid, event_type text,
+                  event_name text, payload jsonb, occurred_at timestamptz, profile_id uuid)),
+          ins AS (INSERT INTO events (id, workspace_id, event_type, event_name, payload, occurred_at)
+                  SELECT id, workspace_id, event_type, event_name, payload, occurred_at FROM x
+                  RETURNING seq, id, workspace_id, occurred_at, event_type, event_name)
+     INSERT INTO event_profiles (seq, workspace_id, profile_id, occurred_at, event_type, event_name)
+     SELECT ins.seq, ins.workspace_id, x.profile_id, ins.occurred_at, ins.event_type, ins.event_name
+       FROM ins JOIN x ON x.id = ins.id`,
     [JSON.stringify(events)],
   );
   const orders = spaces.flatMap((w) =>
