@@ -55,17 +55,25 @@ export async function findNodes(
     ? // From the owners' side (materialized, so the planner cannot turn it back into key probes):
       // their nodes, through the index of profile ids, matched to the keys in memory. Probing the
       // keys themselves cost twice as much per key, another worker writing those very nodes.
+      // Each owner's nodes by one probe of the owners' index (LATERAL … OFFSET 0): with `profile_id =
+      // ANY(…)` the planner chose a sequential scan of every node whenever its statistics were a few
+      // thousand rows behind (auto_explain at 1M events: every logged call, 40–80 ms; docs/benchmarks.md).
       await q.query<{ i: number; id: string; profile_id: string }>(
         `WITH n AS MATERIALIZED (
-           SELECT id, workspace_id, type, value, profile_id FROM identity_nodes WHERE profile_id = ANY($5::uuid[]))
+           SELECT x.id, x.workspace_id, x.type, x.value, x.profile_id FROM unnest($5::uuid[]) AS o(id)
+            CROSS JOIN LATERAL (SELECT * FROM identity_nodes WHERE profile_id = o.id OFFSET 0) x)
          SELECT k.i::int AS i, n.id, n.profile_id
            FROM n JOIN ${keyRows} ON n.workspace_id = ($1::uuid[])[k.w] AND n.type = k.type AND n.value = k.value`,
         [...params, ownedBy],
       )
-    : await q.query<{ i: number; id: string; profile_id: string }>(
+    : // One probe of the unique key per identifier, whatever the statistics say (a plain join was at
+      // times a hash of the whole table).
+      await q.query<{ i: number; id: string; profile_id: string }>(
         `SELECT k.i::int AS i, n.id, n.profile_id
            FROM ${keyRows}
-           JOIN identity_nodes n ON n.workspace_id = ($1::uuid[])[k.w] AND n.type = k.type AND n.value = k.value`,
+           CROSS JOIN LATERAL (SELECT id, profile_id FROM identity_nodes x
+                                WHERE x.workspace_id = ($1::uuid[])[k.w] AND x.type = k.type AND x.value = k.value
+                               OFFSET 0) n`,
         params,
       );
   return rows.map((r) => ({ ...keys[r.i - 1]!, id: r.id, profile_id: r.profile_id }));

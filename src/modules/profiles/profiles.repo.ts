@@ -78,8 +78,18 @@ async function lockWith<Row extends ProfileHead>(
 ): Promise<LockedProfiles<Row>> {
   if (ids.length === 0) return { rows: [], merged: [], complete: true };
   const asked = [...new Set(ids)];
+  // The set is found by index probes (the asked ids, and the rows merged into each through
+  // profiles_merged_into_idx), then locked by primary key in id order: `id = ANY(…) OR merged_into =
+  // ANY(…)` was at times a sequential scan of every profile, planned from stale statistics
+  // (auto_explain at 1M events). A row whose merged_into changed meanwhile is still locked (its id
+  // was listed), which is harmless; `merged` below reads the version the lock returned.
   const { rows: locked } = await q.query<Row>(
-    `SELECT ${columns} FROM profiles p WHERE p.id = ANY($1::uuid[]) OR p.merged_into = ANY($1::uuid[])
+    `SELECT ${columns} FROM profiles p
+      WHERE p.id = ANY(ARRAY(
+              SELECT a.id FROM unnest($1::uuid[]) AS a(id)
+              UNION
+              SELECT m.id FROM unnest($1::uuid[]) AS a(id)
+               CROSS JOIN LATERAL (SELECT id FROM profiles WHERE merged_into = a.id OFFSET 0) m))
       ORDER BY p.id FOR UPDATE OF p`,
     [asked],
   );
@@ -91,8 +101,9 @@ async function lockWith<Row extends ProfileHead>(
   // Nobody can merge into a profile we now hold; one that did so while we waited for its lock is
   // invisible to the statement above (its snapshot predates that commit). One index probe tells.
   const { rows: late } = await q.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM profiles p
-      WHERE p.merged_into = ANY($1::uuid[]) AND NOT (p.id = ANY($2::uuid[]))`,
+    `SELECT count(*)::int AS n FROM unnest($1::uuid[]) AS a(id)
+      CROSS JOIN LATERAL (SELECT id FROM profiles WHERE merged_into = a.id OFFSET 0) p
+      WHERE NOT (p.id = ANY($2::uuid[]))`,
     [rows.filter((r) => r.merged_into === null).map((r) => r.id), locked.map((r) => r.id)],
   );
   return { rows, merged, complete: late[0]!.n === 0 };
