@@ -1,6 +1,6 @@
 import type { Queryable } from '../../platform/db';
 import { type OutboxFact, writeOutboxMany } from '../outbox';
-import { lockProfiles, storeScores } from '../profiles';
+import { lockProfileHeads, storeScores } from '../profiles';
 import { markProfilesForRefresh } from '../segments';
 import * as repo from './intelligence.repo';
 import { createSummaryScorer, type ScoreSettings, type StoredFit, toSummary } from './scoring';
@@ -19,7 +19,8 @@ export interface RescoreOptions {
 /**
  * Rescoring a set of profiles with a stored fit, in the caller's transaction, which must hold the
  * workspace's score lock (repo.lockWorkspaceScores) so that a fit's chunks and the per-order
- * rescoring never interleave. The profiles are locked here in the one lock order (lockProfiles);
+ * rescoring never interleave. The profiles are locked here in the one lock order (lockProfileHeads:
+ * the lock, without the traits, which scoring never reads);
  * their summaries are read after that, so they include every order committed before the lock.
  *
  * - a live profile with completed orders by asOf: its scores stored (customer_scores and the three
@@ -41,7 +42,7 @@ export async function rescoreProfiles(
   options: RescoreOptions = {},
 ): Promise<{ scored: number; escalated: number }> {
   if (profileIds.length === 0) return { scored: 0, escalated: 0 };
-  const { rows } = await lockProfiles(tx, profileIds);
+  const { rows } = await lockProfileHeads(tx, profileIds);
   const live = rows.filter((r) => r.merged_into === null && r.workspace_id === workspaceId).map((r) => r.id);
   const liveSet = new Set(live);
   await repo.deleteScores(
