@@ -118,8 +118,9 @@ export type ProfileTraitsRow = Pick<
 export async function readTraits(q: Queryable, ids: readonly string[]): Promise<ProfileTraitsRow[]> {
   if (ids.length === 0) return [];
   const { rows } = await q.query<ProfileTraitsRow>(
+    // A primary-key probe per id (a plain `= ANY` was at times a sequential scan, as in lockWith).
     `SELECT p.id, p.email, p.first_name, p.last_name, p.attributes, p.field_times
-       FROM profiles p WHERE p.id = ANY($1::uuid[])`,
+       FROM unnest($1::uuid[]) AS a(id) CROSS JOIN LATERAL (SELECT * FROM profiles WHERE id = a.id OFFSET 0) p`,
     [ids],
   );
   return rows;
