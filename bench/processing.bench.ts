@@ -332,6 +332,14 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
       `${engine}: highest 20 ms sample ${peak.rssMb.toFixed(0)} MB during ${peak.phase}, ` +
         `${peak.done} events processed; the service's last messages then: ${peak.recent.join(' · ')}`,
     );
+    // Each round of the population is one step of every journey (creations first, then merges,
+    // orders…): the rate per tenth of the log says which kind of event costs what.
+    const tenths = Array.from({ length: 10 }, (_, k) =>
+      windowOf(batches, (k * total) / 10, ((k + 1) * total) / 10),
+    );
+    note(
+      `${engine}: events/s per tenth of the log: ${tenths.map((w) => (w ? w.rate.toFixed(0) : '–')).join(' · ')}`,
+    );
     const claimTotal = batches.reduce((a, b) => a + b.claimMs, 0);
     note(
       `${engine}: mean ms per batch: claim ${(claimTotal / batches.length).toFixed(1)}, ` +
