@@ -103,7 +103,7 @@ export async function createRuntime(
       namespace,
       log,
       broadcast: redis ? redisRevocations(redis, `cdp:${namespace}:key-revoked`, log) : null,
-      settingsOf: (workspaceId) => settings.read(db, workspaceId),
+      settingsOf: (workspaceId) => settings.cached(workspaceId) ?? settings.read(db, workspaceId),
     });
     await keys.start();
     closers.push(() => keys.stop());

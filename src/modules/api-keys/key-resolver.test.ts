@@ -263,3 +263,31 @@ describe('key resolver across processes', () => {
     await a.resolver.stop();
   });
 });
+
+describe('a warm key', () => {
+  it('resolves without a promise, to the same grant while its settings are the same, and follows a settings change', async () => {
+    let settings: Readonly<Record<string, unknown>> = { rate_limits: { standard: 100 } };
+    // The settings accessor answers from its cache synchronously, as the service's store does.
+    const resolver = createKeyResolver(asProcess(db, bus), {
+      namespace: 'warm key',
+      log: { warn: () => {} },
+      settingsOf: () => settings,
+    });
+    await resolver.start();
+    resolvers.push(resolver);
+    const { secret } = await newKey();
+
+    const cold = resolver.resolve(secret);
+    expect(cold).toBeInstanceOf(Promise);
+    expect((await cold)?.workspaceSettings).toBe(settings);
+    const warm = resolver.resolve(secret);
+    expect(warm).not.toBeInstanceOf(Promise);
+    expect(resolver.resolve(secret)).toBe(warm);
+
+    settings = { rate_limits: { standard: 5 } };
+    const changed = resolver.resolve(secret);
+    expect(changed).not.toBe(warm);
+    expect((changed as Awaited<typeof changed>)?.workspaceSettings).toBe(settings);
+    await resolver.stop();
+  });
+});

@@ -1,5 +1,6 @@
 import type { Db } from '../../platform/db';
 import type { KeyGrant, KeyLookup } from '../../platform/http/key-credentials';
+import type { MaybePromise } from '../../platform/http/principal';
 import * as repo from './api-keys.repo';
 import { hashKey, SECRET_SHAPE } from './api-keys.service';
 import { createRevocations, type RevocationOptions } from './revocation';
@@ -26,13 +27,14 @@ export interface KeyResolverOptions extends RevocationOptions {
    * The workspace settings a key carries (its rate limits), read per request from the settings
    * accessor (modules/workspaces, wired by runtime.ts), so a change applies on the next request
    * and not when the key's entry expires. Without it, keys carry no settings (the defaults apply).
+   * Synchronous when the settings are cached: a warm key then resolves without a promise.
    */
-  settingsOf?: (workspaceId: string) => Promise<Readonly<Record<string, unknown>>>;
+  settingsOf?: (workspaceId: string) => MaybePromise<Readonly<Record<string, unknown>>>;
 }
 
 export interface KeyResolver extends KeyLookup {
-  /** The active key with this raw secret, or null. */
-  resolve(rawSecret: string): Promise<ResolvedKey | null>;
+  /** The active key with this raw secret, or null; synchronous when the key and its settings are cached. */
+  resolve(rawSecret: string): MaybePromise<ResolvedKey | null>;
   /**
    * Drops a revoked key here, and resolves once every other live process has confirmed that it
    * dropped it too (or after `ackTimeoutMs`, logged): the caller answers the DELETE only then.
@@ -56,7 +58,8 @@ export interface KeyResolver extends KeyLookup {
 export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyResolver {
   const ttlMs = opts.ttlMs ?? 60_000;
   const maxEntries = opts.maxEntries ?? 10_000;
-  const cache = new Map<string, { key: ResolvedKey; expires: number }>();
+  type Entry = { key: ResolvedKey; expires: number; granted?: ResolvedKey };
+  const cache = new Map<string, Entry>();
   /** Bumped by every eviction: a lookup that started before one must not fill the cache. */
   let generation = 0;
   let hits = 0;
@@ -72,11 +75,46 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
   };
   const revocations = createRevocations(db, { drop, dropAll }, opts);
   const NO_SETTINGS = Object.freeze({});
-  const withSettings = async (key: ResolvedKey): Promise<ResolvedKey> =>
-    opts.settingsOf ? { ...key, workspaceSettings: await opts.settingsOf(key.workspaceId) } : key;
+  /**
+   * The key with its workspace's current settings. A cached key keeps the last combination, so that
+   * while the settings object stays the same every request gets the same object, not a fresh copy.
+   */
+  const withSettings = (key: ResolvedKey, memo?: Entry): MaybePromise<ResolvedKey> => {
+    if (!opts.settingsOf) return key;
+    const settings = opts.settingsOf(key.workspaceId);
+    if (settings instanceof Promise) return settings.then((s) => ({ ...key, workspaceSettings: s }));
+    if (memo?.granted?.workspaceSettings === settings) return memo.granted;
+    const granted = { ...key, workspaceSettings: settings };
+    if (memo) memo.granted = granted;
+    return granted;
+  };
+
+  /** A key not in the cache (or while the cache is not trusted): one query. */
+  async function lookup(hash: string, useCache: boolean): Promise<ResolvedKey | null> {
+    misses++;
+    const before = generation;
+    const row = await repo.findActiveKeyByHash(db, hash);
+    if (!row) {
+      cache.delete(hash);
+      return null;
+    }
+    const key: ResolvedKey = {
+      id: row.id,
+      workspaceId: row.workspace_id,
+      scopes: Object.freeze([...row.scopes]),
+      allowedDomains: Object.freeze([...row.allowed_domains]),
+      workspaceSettings: NO_SETTINGS,
+    };
+    if (useCache && revocations.trusted() && generation === before) {
+      if (cache.size >= maxEntries) cache.clear();
+      cache.set(hash, { key, expires: Date.now() + ttlMs });
+    }
+    return withSettings(key);
+  }
 
   return {
-    async resolve(rawSecret) {
+    // Not async: a warm key is answered without a promise (every ingested event comes through here).
+    resolve(rawSecret) {
       if (!SECRET_SHAPE.test(rawSecret)) return null;
       const hash = hashKey(rawSecret);
       const useCache = revocations.trusted();
@@ -84,28 +122,10 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
         const hit = cache.get(hash);
         if (hit && hit.expires > Date.now()) {
           hits++;
-          return withSettings(hit.key);
+          return withSettings(hit.key, hit);
         }
       }
-      misses++;
-      const before = generation;
-      const row = await repo.findActiveKeyByHash(db, hash);
-      if (!row) {
-        cache.delete(hash);
-        return null;
-      }
-      const key: ResolvedKey = {
-        id: row.id,
-        workspaceId: row.workspace_id,
-        scopes: Object.freeze([...row.scopes]),
-        allowedDomains: Object.freeze([...row.allowed_domains]),
-        workspaceSettings: NO_SETTINGS,
-      };
-      if (useCache && revocations.trusted() && generation === before) {
-        if (cache.size >= maxEntries) cache.clear();
-        cache.set(hash, { key, expires: Date.now() + ttlMs });
-      }
-      return withSettings(key);
+      return lookup(hash, useCache);
     },
 
     async evict(hash) {

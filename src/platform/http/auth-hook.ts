@@ -3,7 +3,7 @@ import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify
 import { AppError } from '../errors';
 import { CORS_EXPOSE_HEADERS } from './cors';
 import { originAllowed, requestHost } from './origins';
-import type { Principal, PrincipalResolver } from './principal';
+import type { MaybePromise, Principal, PrincipalResolver } from './principal';
 import { limitFor } from './rate-limit';
 import { type Requirement, satisfies } from './scopes';
 import type { AppDeps } from './types';
@@ -101,7 +101,8 @@ export function createAuthHooks(deps: AppDeps) {
       }
 
       const plan = planOf(cfg);
-      const who = await resolveAll(plan.headers, req, null);
+      const found = resolveAll(plan.headers, req, null);
+      const who: Principal | null = found instanceof Promise ? await found : found;
       if (who) return admit(req, reply, who, auth);
       // The key may be in the body: decided once it is parsed (preValidation).
       if (plan.body.length > 0 && mayCarryJsonBody(req)) return;
@@ -116,7 +117,8 @@ export function createAuthHooks(deps: AppDeps) {
       const plan = planOf(cfg);
       if (plan.body.length === 0) return;
       const admitted = req.principal;
-      const who = await resolveAll(plan.body, req, admitted);
+      const found = resolveAll(plan.body, req, admitted);
+      const who: Principal | null = found instanceof Promise ? await found : found;
       if (admitted) return;
       if (!who) throw new AppError('MISSING_API_KEY', plan.missing);
       return admit(req, reply, who, auth);
@@ -127,23 +129,29 @@ export function createAuthHooks(deps: AppDeps) {
 /**
  * Runs every resolver (each may refuse a bad credential of its own kind) and answers the one
  * principal they found. Credentials of different keys in one request are refused: no precedence
- * rule could tell which one the caller meant.
+ * rule could tell which one the caller meant. Synchronous while the resolvers are (a warm key):
+ * only a resolver that has to wait makes the rest wait with it.
  */
-async function resolveAll(
+function resolveAll(
   resolvers: readonly PrincipalResolver[],
   req: FastifyRequest,
   already: Principal | null,
-): Promise<Principal | null> {
+): MaybePromise<Principal | null> {
   let found = already;
-  for (const resolver of resolvers) {
-    const p = await resolver.resolve(req);
-    if (!p) continue;
-    if (found && (found.id !== p.id || found.workspaceId !== p.workspaceId)) {
-      throw new AppError('INVALID_TENANT_KEY', 'the request carries credentials of different keys');
-    }
-    found ??= p;
+  for (let i = 0; i < resolvers.length; i++) {
+    const p = resolvers[i]!.resolve(req);
+    if (p instanceof Promise) return p.then((q) => resolveAll(resolvers.slice(i + 1), req, agree(found, q)));
+    found = agree(found, p);
   }
   return found;
+}
+
+function agree(found: Principal | null, p: Principal | null): Principal | null {
+  if (!p) return found;
+  if (found && (found.id !== p.id || found.workspaceId !== p.workspaceId)) {
+    throw new AppError('INVALID_TENANT_KEY', 'the request carries credentials of different keys');
+  }
+  return found ?? p;
 }
 
 export function applyRateHeaders(

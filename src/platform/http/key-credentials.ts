@@ -1,6 +1,6 @@
 import type { FastifyContextConfig } from 'fastify';
 import { AppError } from '../errors';
-import type { Principal, PrincipalResolver } from './principal';
+import type { MaybePromise, Principal, PrincipalResolver } from './principal';
 
 /** What a key store knows about an active key (implemented by modules/api-keys). */
 export interface KeyGrant {
@@ -11,18 +11,34 @@ export interface KeyGrant {
   workspaceSettings: Readonly<Record<string, unknown>>;
 }
 
-/** The port the key resolvers need: raw secret → the active key, or null. */
+/** The port the key resolvers need: raw secret → the active key, or null (synchronous from a cache). */
 export interface KeyLookup {
-  resolve(rawSecret: string): Promise<KeyGrant | null>;
+  resolve(rawSecret: string): MaybePromise<KeyGrant | null>;
 }
 
 const invalidKey = (message = 'API key is not valid for any workspace') =>
   new AppError('INVALID_TENANT_KEY', message);
 
-async function grantOf(keys: KeyLookup, raw: string, kind: Principal['kind']): Promise<Principal> {
-  const key = await keys.resolve(raw);
+function grantOf(keys: KeyLookup, raw: string, kind: Principal['kind']): MaybePromise<Principal> {
+  const key = keys.resolve(raw);
+  return key instanceof Promise ? key.then((k) => asPrincipal(k, kind)) : asPrincipal(key, kind);
+}
+
+/**
+ * The principals made of each grant, by kind: a key store that hands out the same grant object for a
+ * warm key (modules/api-keys) gets the same principal back, instead of a copy per request.
+ */
+const principals = new WeakMap<KeyGrant, Partial<Record<Principal['kind'], Principal>>>();
+
+function asPrincipal(key: KeyGrant | null, kind: Principal['kind']): Principal {
   if (!key) throw invalidKey();
-  return { ...key, kind, keyId: key.id };
+  const byKind = principals.get(key) ?? {};
+  const known = byKind[kind];
+  if (known) return known;
+  const made = Object.freeze({ ...key, kind, keyId: key.id });
+  byKind[kind] = made;
+  principals.set(key, byKind);
+  return made;
 }
 
 /** Write keys (Segment's two ways of sending a key) are accepted where the route ingests, only. */
@@ -34,7 +50,7 @@ export function apiKeyHeader(keys: KeyLookup): PrincipalResolver {
     name: 'x-api-key',
     stage: 'headers',
     hint: 'X-API-Key header',
-    async resolve(req) {
+    resolve(req) {
       const raw = req.headers['x-api-key'];
       if (raw === undefined || raw === '') return null;
       if (typeof raw !== 'string') throw invalidKey('send exactly one X-API-Key header');
@@ -55,7 +71,7 @@ export function basicAuthWriteKey(keys: KeyLookup): PrincipalResolver {
     stage: 'headers',
     hint: 'HTTP Basic user name',
     appliesTo: ingestRoutes,
-    async resolve(req) {
+    resolve(req) {
       const header = req.headers.authorization;
       if (typeof header !== 'string' || !/^Basic(\s|$)/i.test(header)) return null;
       const encoded = BASIC.exec(header)?.[1];
@@ -80,7 +96,7 @@ export function bodyWriteKey(keys: KeyLookup): PrincipalResolver {
     stage: 'body',
     hint: 'writeKey in the body',
     appliesTo: ingestRoutes,
-    async resolve(req) {
+    resolve(req) {
       const raw = takeWriteKey(req.body);
       return raw === null ? null : grantOf(keys, raw, 'write_key');
     },

@@ -38,9 +38,15 @@ export interface PrincipalResolver {
   /**
    * null when the request carries no credential of this kind. A credential that is there but not
    * valid throws (401 INVALID_TENANT_KEY): a bad credential is never ignored in favour of another.
+   * Answers synchronously when it can decide from memory (a warm key): every request of the ingest
+   * path goes through here, and each promise and `await` costs it measurable time
+   * (docs/benchmarks.md, "The auth path of a warm key").
    */
-  resolve(req: FastifyRequest): Promise<Principal | null>;
+  resolve(req: FastifyRequest): MaybePromise<Principal | null>;
 }
+
+/** A value, or the promise of one: the return type of lookups that are usually answered from memory. */
+export type MaybePromise<T> = T | Promise<T>;
 
 /** The principal of a request the auth hook admitted; a route that is not key-protected has none. */
 export function principalOf(req: FastifyRequest): Principal {
