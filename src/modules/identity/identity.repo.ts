@@ -1,5 +1,6 @@
 import type { Queryable } from '../../platform/db';
-import { movedRowsFrom, movesParams } from '../../platform/db/moves';
+import { movedRowsFrom, movesParams, probeEach } from '../../platform/db/moves';
+import { eventsBySeq } from '../ingest';
 import type { IdentifierType } from './identifiers';
 
 /** SQL of the identity graph. Keys and rows travel as one jsonb parameter (one round trip per batch). */
@@ -53,27 +54,28 @@ export async function findNodes(
   const keyRows = 'unnest($2::int[], $3::text[], $4::text[]) WITH ORDINALITY AS k(w, type, value, i)';
   const { rows } = ownedBy
     ? // From the owners' side (materialized, so the planner cannot turn it back into key probes):
-      // their nodes, through the index of profile ids, matched to the keys in memory. Probing the
-      // keys themselves cost twice as much per key, another worker writing those very nodes.
-      // Each owner's nodes by one probe of the owners' index (LATERAL … OFFSET 0): with `profile_id =
-      // ANY(…)` the planner chose a sequential scan of every node whenever its statistics were a few
-      // thousand rows behind (auto_explain at 1M events: every logged call, 40–80 ms; docs/benchmarks.md).
+      // each owner's nodes by one probe of the index of profile ids, matched to the keys in memory.
+      // Probing the keys themselves cost twice as much per key, another worker writing those very
+      // nodes; `profile_id = ANY(…)` was a sequential scan of every node in every call auto_explain
+      // logged at 1M events (40–80 ms; docs/benchmarks.md).
       await q.query<{ i: number; id: string; profile_id: string }>(
         `WITH n AS MATERIALIZED (
-           SELECT x.id, x.workspace_id, x.type, x.value, x.profile_id FROM unnest($5::uuid[]) AS o(id)
-            CROSS JOIN LATERAL (SELECT * FROM identity_nodes WHERE profile_id = o.id OFFSET 0) x)
+           SELECT n.id, n.workspace_id, n.type, n.value, n.profile_id FROM unnest($5::uuid[]) AS o(id)
+            ${probeEach('identity_nodes', 'x.profile_id = o.id', 'n')})
          SELECT k.i::int AS i, n.id, n.profile_id
            FROM n JOIN ${keyRows} ON n.workspace_id = ($1::uuid[])[k.w] AND n.type = k.type AND n.value = k.value`,
         [...params, ownedBy],
       )
-    : // One probe of the unique key per identifier, whatever the statistics say (a plain join was at
-      // times a hash of the whole table).
+    : // One probe of the unique key per identifier (a plain join was at times a hash of the table).
       await q.query<{ i: number; id: string; profile_id: string }>(
         `SELECT k.i::int AS i, n.id, n.profile_id
            FROM ${keyRows}
-           CROSS JOIN LATERAL (SELECT id, profile_id FROM identity_nodes x
-                                WHERE x.workspace_id = ($1::uuid[])[k.w] AND x.type = k.type AND x.value = k.value
-                               OFFSET 0) n`,
+           ${probeEach(
+             'identity_nodes',
+             'x.workspace_id = ($1::uuid[])[k.w] AND x.type = k.type AND x.value = k.value',
+             'n',
+             'x.id, x.profile_id',
+           )}`,
         params,
       );
   return rows.map((r) => ({ ...keys[r.i - 1]!, id: r.id, profile_id: r.profile_id }));
@@ -151,7 +153,7 @@ export async function listNodesOfProfile(
     `SELECT n.id, n.workspace_id, n.type, n.value, n.profile_id, n.first_seen,
             GREATEST(n.last_seen, (
               SELECT max(a.occurred_at) FROM event_profiles a
-               CROSS JOIN LATERAL (SELECT * FROM events x WHERE x.seq = a.seq OFFSET 0) e
+               ${eventsBySeq('a.seq', 'e')}
                WHERE a.workspace_id = n.workspace_id AND a.profile_id = n.profile_id
                  AND CASE n.type
                        WHEN 'anonymous_id' THEN lower(btrim(e.anonymous_id)) = n.value

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../platform/db';
+import { eventsBySeq } from './event-record';
 
 /**
  * The event log's side of processing: the worker records where each event was applied, and drops
@@ -19,12 +20,12 @@ export async function markEventsApplied(q: Queryable, applied: readonly AppliedE
   if (applied.length === 0) return;
   // The log's columns are copied inside the database, not sent back: a timestamp read into a JS Date
   // loses its microseconds, and the copy must equal the log. One primary-key probe per event (the
-  // claim just read those pages); LATERAL … OFFSET 0 keeps the planner from hashing the whole log.
+  // claim just read those pages), never a hash of the whole log.
   await q.query(
     `INSERT INTO event_profiles (seq, workspace_id, profile_id, occurred_at, event_type, event_name)
      SELECT e.seq, e.workspace_id, u.profile_id, e.occurred_at, e.event_type, e.event_name
        FROM unnest($1::bigint[], $2::uuid[]) AS u(seq, profile_id)
-       CROSS JOIN LATERAL (SELECT * FROM events x WHERE x.seq = u.seq OFFSET 0) e`,
+       ${eventsBySeq('u.seq', 'e')}`,
     [applied.map((a) => a.seq), applied.map((a) => a.profile_id)],
   );
 }

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { probeEach } from '../../platform/db/moves';
 
 /**
  * An event as read back from the log: the one row shape every reader selects (the worker's claim,
@@ -29,6 +30,13 @@ export const eventRecordColumns = (alias: string): string =>
   EVENT_RECORD_COLUMNS.split(', ')
     .map((c) => `${alias}.${c}`)
     .join(', ');
+
+/**
+ * The FROM-list item that reads the log's row of each outer row's seq, one primary-key probe each
+ * (probeEach): `eventsBySeq('a.seq', 'e')` joins the event of `a.seq` as `e`.
+ */
+export const eventsBySeq = (seq: string, as: string, columns = '*'): string =>
+  probeEach('events', `x.seq = ${seq}`, as, columns);
 
 /** An event as the API shows it (profile timelines, dead letters): the ingest fields, times as ISO. */
 export const EventViewSchema = Type.Object({

@@ -27,6 +27,7 @@ export {
   type EventView,
   EventViewSchema,
   eventRecordColumns,
+  eventsBySeq,
   presentEvent,
 } from './event-record';
 export type { NewEventRow } from './ingest.repo';

@@ -1,6 +1,6 @@
 import { createYielder, stringifyArray } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
-import { movesFrom, movesParams } from '../../platform/db/moves';
+import { movesFrom, movesParams, probeEach } from '../../platform/db/moves';
 import type { FieldTimes, JsonObject } from './traits';
 
 export interface ProfileRow {
@@ -89,7 +89,7 @@ async function lockWith<Row extends ProfileHead>(
               SELECT a.id FROM unnest($1::uuid[]) AS a(id)
               UNION
               SELECT m.id FROM unnest($1::uuid[]) AS a(id)
-               CROSS JOIN LATERAL (SELECT id FROM profiles WHERE merged_into = a.id OFFSET 0) m))
+               ${probeEach('profiles', 'x.merged_into = a.id', 'm', 'x.id')}))
       ORDER BY p.id FOR UPDATE OF p`,
     [asked],
   );
@@ -102,7 +102,7 @@ async function lockWith<Row extends ProfileHead>(
   // invisible to the statement above (its snapshot predates that commit). One index probe tells.
   const { rows: late } = await q.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM unnest($1::uuid[]) AS a(id)
-      CROSS JOIN LATERAL (SELECT id FROM profiles WHERE merged_into = a.id OFFSET 0) p
+      ${probeEach('profiles', 'x.merged_into = a.id', 'p', 'x.id')}
       WHERE NOT (p.id = ANY($2::uuid[]))`,
     [rows.filter((r) => r.merged_into === null).map((r) => r.id), locked.map((r) => r.id)],
   );
@@ -120,7 +120,7 @@ export async function readTraits(q: Queryable, ids: readonly string[]): Promise<
   const { rows } = await q.query<ProfileTraitsRow>(
     // A primary-key probe per id (a plain `= ANY` was at times a sequential scan, as in lockWith).
     `SELECT p.id, p.email, p.first_name, p.last_name, p.attributes, p.field_times
-       FROM unnest($1::uuid[]) AS a(id) CROSS JOIN LATERAL (SELECT * FROM profiles WHERE id = a.id OFFSET 0) p`,
+       FROM unnest($1::uuid[]) AS a(id) ${probeEach('profiles', 'x.id = a.id', 'p')}`,
     [ids],
   );
   return rows;

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../platform/db';
-import { type EventRecord, eventRecordColumns } from '../ingest';
+import { type EventRecord, eventRecordColumns, eventsBySeq } from '../ingest';
 
 /**
  * A profile's timeline: a read of the event log (owned by ingest) by profile id, kept here because it
@@ -19,13 +19,13 @@ export async function listProfileEvents(
   limit: number,
 ): Promise<TimelineRow[]> {
   const { rows } = await q.query<TimelineRow>(
-    // LATERAL with OFFSET 0: one primary-key probe of the log per listed event, never a hash of it.
+    // One primary-key probe of the log per listed event, never a hash of it.
     `SELECT ${eventRecordColumns('e')}
        FROM (SELECT seq, occurred_at FROM event_profiles
               WHERE workspace_id = $1 AND profile_id = $2
                 AND ($3::timestamptz IS NULL OR (occurred_at, seq) < ($3::timestamptz, $4::bigint))
               ORDER BY occurred_at DESC, seq DESC LIMIT $5) a
-       CROSS JOIN LATERAL (SELECT * FROM events x WHERE x.seq = a.seq OFFSET 0) e
+       ${eventsBySeq('a.seq', 'e')}
       ORDER BY a.occurred_at DESC, a.seq DESC`,
     [workspaceId, profileId, before?.occurredAt ?? null, before?.seq ?? 0, limit],
   );

@@ -1,3 +1,4 @@
+import { eventsBySeq } from '../../ingest';
 import { COMPARISON, fieldSql, jsonSql, type Param } from './operator-sql';
 import { parseIsoTime, splitPath } from './parse-values';
 import { expandSegments } from './references';
@@ -84,13 +85,8 @@ function eventSql(c: EventCondition, { p, now, set }: Emit): string {
   }
   // The rows come from event_profiles (migration 0026), which has every column a condition tests
   // but the payload: that stays in the log alone. A payload filter reads it by seq, one primary-key
-  // probe for each row the other filters let through. OFFSET 0 keeps the sub-query a per-row probe:
-  // pulled up into a plain join, with no statistics (PGlite has none, autovacuum may be off) the
-  // planner could hash-join the whole log instead.
-  const join =
-    filters.length > 0
-      ? ' CROSS JOIN LATERAL (SELECT x.payload FROM events x WHERE x.seq = e.seq OFFSET 0) ev'
-      : '';
+  // probe for each row the other filters let through (eventsBySeq), never a hash of the whole log.
+  const join = filters.length > 0 ? ` ${eventsBySeq('e.seq', 'ev', 'x.payload')}` : '';
   return aggregateSql({
     table: 'event_profiles',
     alias: 'e',
