@@ -47,7 +47,7 @@ export async function waitRescored(db: Db, timeoutMs = 10_000): Promise<number> 
   const t0 = Date.now();
   for (;;) {
     const { rows } = await db.query<{ n: number }>(
-      `SELECT (SELECT count(*) FROM events e WHERE e.seq IN (SELECT seq FROM event_backlog))
+      `SELECT (SELECT count(*) FROM event_backlog)
             + (SELECT count(*) FROM intelligence_dirty_profiles)
             + (SELECT count(*) FROM jobs WHERE queue IN ('intelligence.score', 'intelligence.fit')
                  AND state IN ('queued', 'running') AND run_at <= now() AND payload ? 'workspace_id'
