@@ -1,4 +1,4 @@
-import { createYielder, stringifyArray } from '../../platform/cooperate';
+import { createYielder } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
 import { movedRowsFrom, movesParams } from '../../platform/db/moves';
 import type { Json } from './traits';
@@ -26,20 +26,38 @@ export async function insertLineage(
   yieldNow: () => Promise<void> = createYielder(),
 ): Promise<void> {
   for (let from = 0; from < rows.length; from += LINEAGE_ROWS_PER_STATEMENT) {
-    // The values travel wrapped ({v: …}) so that a JSON null stays distinguishable from "no value".
-    const json = await stringifyArray(rows.slice(from, from + LINEAGE_ROWS_PER_STATEMENT), yieldNow, (r) => ({
-      ...r,
-      old_value: r.old_value === null ? null : { v: r.old_value },
-      new_value: { v: r.new_value },
-    }));
+    const chunk = rows.slice(from, from + LINEAGE_ROWS_PER_STATEMENT);
+    // One array per column: a JSON document of every row repeats each column's name per row, and
+    // parsing it was a quarter of the statement (docs/benchmarks.md). The values are JSON texts, so
+    // a JSON null stays distinguishable from "no value" (SQL NULL). Serialized row by row, yielding
+    // between rows: one statement's values can be megabytes.
+    const oldValues: Array<string | null> = [];
+    const newValues: string[] = [];
+    for (const r of chunk) {
+      oldValues.push(r.old_value === null ? null : JSON.stringify(r.old_value));
+      newValues.push(JSON.stringify(r.new_value));
+      await yieldNow();
+    }
     await q.query(
       `INSERT INTO profile_lineage (workspace_id, profile_id, path, old_value, new_value, source_type, source_id,
                                     merged_from, occurred_at)
-       SELECT workspace_id, profile_id, path, old_value -> 'v', new_value -> 'v', source_type, source_id,
+       SELECT workspace_id, profile_id, path, old_value::jsonb, new_value::jsonb, source_type, source_id,
               merged_from, occurred_at
-         FROM jsonb_to_recordset($1::jsonb) AS r(workspace_id uuid, profile_id uuid, path text, old_value jsonb,
-              new_value jsonb, source_type text, source_id text, merged_from uuid, occurred_at timestamptz)`,
-      [json],
+         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                     $8::uuid[], $9::timestamptz[])
+           AS r(workspace_id, profile_id, path, old_value, new_value, source_type, source_id, merged_from,
+                occurred_at)`,
+      [
+        chunk.map((r) => r.workspace_id),
+        chunk.map((r) => r.profile_id),
+        chunk.map((r) => r.path),
+        oldValues,
+        newValues,
+        chunk.map((r) => r.source_type),
+        chunk.map((r) => r.source_id),
+        chunk.map((r) => r.merged_from),
+        chunk.map((r) => r.occurred_at),
+      ],
     );
   }
 }

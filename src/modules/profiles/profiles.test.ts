@@ -104,6 +104,30 @@ describe('POST /tenant/profiles', () => {
     expect(next.body.data.map((l: { path: string }) => l.path)).toEqual(['/first_name']);
     expect(next.body.pagination).toEqual({ limit: 2, next_cursor: null, has_more: false });
   });
+
+  it('records the old and new values of lineage exactly, whatever characters they hold', async () => {
+    // Values travel to the database as array elements of JSON text: quoting must survive both.
+    const awkward = ['a "quoted", {braced} \\ back\\slash', 'NULL', '', 'ümlaut ✓ 🚀', '{"not":"json"}'];
+    const p = (await upsert({ identity: 'lin-awkward', attributes: { s: awkward[0], n: null } })).body.data;
+    await upsert({
+      id: p.id,
+      attributes: { s: awkward, n: { deep: [null, 'x,y', { z: awkward[4] }] }, t: null },
+    });
+    const res = await svc.call('GET', `/tenant/profiles/${p.id}/lineage?limit=10`);
+    const changes = res.body.data.map((l: { path: string; old: unknown; new: unknown }) => [
+      l.path,
+      l.old,
+      l.new,
+    ]);
+    // Newest first; a JSON null is a value (new: null), "no value before" is old: null.
+    expect(changes).toEqual([
+      ['/attributes/t', null, null],
+      ['/attributes/n', null, { deep: [null, 'x,y', { z: awkward[4] }] }],
+      ['/attributes/s', awkward[0], awkward],
+      ['/attributes/n', null, null],
+      ['/attributes/s', null, awkward[0]],
+    ]);
+  });
 });
 
 describe('GET /tenant/profiles', () => {
