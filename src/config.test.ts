@@ -50,12 +50,14 @@ describe('loadConfig', () => {
       CDP_ALLOW_PRIVATE_WEBHOOKS: '1',
       LOG_LEVEL: 'warn',
       WORKER_BATCH_SIZE: '64',
+      WORKER_LOOPS: '1',
       SHUTDOWN_TIMEOUT_MS: '5000',
       BODY_TIMEOUT_MS: '120000',
       DATABASE_STATEMENT_TIMEOUT_MS: '30000',
     });
     expect(c).toMatchObject({
       workerBatchSize: 64,
+      workerLoops: 1,
       shutdownTimeoutMs: 5000,
       bodyTimeoutMs: 120_000,
       databaseStatementTimeoutMs: 30_000,
@@ -107,6 +109,8 @@ describe('loadConfig', () => {
     ['DATABASE_SCHEMA', 'Robert; DROP TABLE'],
     ['WORKER_BATCH_SIZE', '0'],
     ['WORKER_BATCH_SIZE', 'lots'],
+    ['WORKER_LOOPS', '0'],
+    ['WORKER_LOOPS', '9'],
   ])('refuses a bad %s, naming it', (name, value) => {
     expect(refusal({ [name]: value })).toMatch(name);
   });

@@ -34,6 +34,8 @@ const ConfigSchema = Type.Object({
   databaseStatementTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000 }),
   /** Events one worker claims per transaction; null = the engine's default (processing.worker.ts). */
   workerBatchSize: Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()]),
+  /** Claiming loops per worker process; null = the engine's default (processing.policy.ts). */
+  workerLoops: Type.Union([Type.Integer({ minimum: 1, maximum: 8 }), Type.Null()]),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -78,6 +80,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       5_000, // POSTGRES_QUERY_TIMEOUT_MS
     ),
     workerBatchSize: env.WORKER_BATCH_SIZE ? toInt('WORKER_BATCH_SIZE', env.WORKER_BATCH_SIZE, 0) : null,
+    workerLoops: env.WORKER_LOOPS ? toInt('WORKER_LOOPS', env.WORKER_LOOPS, 0) : null,
   };
   const errors = [...Value.Errors(ConfigSchema, candidate)];
   if (errors.length > 0) {
@@ -122,6 +125,7 @@ const ENV_NAMES: Record<string, string> = {
   shutdownTimeoutMs: 'SHUTDOWN_TIMEOUT_MS',
   bodyTimeoutMs: 'BODY_TIMEOUT_MS',
   workerBatchSize: 'WORKER_BATCH_SIZE',
+  workerLoops: 'WORKER_LOOPS',
   databaseStatementTimeoutMs: 'DATABASE_STATEMENT_TIMEOUT_MS',
 };
 

@@ -128,7 +128,8 @@ describe.skipIf(!PG_URL)(
         DATA_DIR: ':memory:',
         CDP_ALLOW_PRIVATE_WEBHOOKS: '1',
       };
-      workers.push(...(await Promise.all([startWorker(env), startWorker(env)])));
+      // One of them with one claiming loop (WORKER_LOOPS), the other with the default two.
+      workers.push(...(await Promise.all([startWorker({ ...env, WORKER_LOOPS: '1' }), startWorker(env)])));
     });
 
     afterAll(async () => {
@@ -203,6 +204,14 @@ describe.skipIf(!PG_URL)(
       expect(applied[0]! + applied[1]!).toBe(CUSTOMERS * STEPS);
       expect(applied[0]).toBeGreaterThan(0);
       expect(applied[1]).toBeGreaterThan(0);
+      const started = workers.map((w) => {
+        const line = w
+          .out()
+          .split('\n')
+          .find((l) => l.includes('"msg":"processing started"'));
+        return (JSON.parse(line!) as { loops: number }).loops;
+      });
+      expect(started).toEqual([1, 2]);
 
       // Both processes fanned the outbox out as it was written (each is woken by every commit):
       // each fact became one delivery, sent once.

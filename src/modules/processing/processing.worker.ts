@@ -227,11 +227,14 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
 export const processingWorker: WorkerModule = {
   name: 'processing',
   async start(deps) {
+    const batchSize = deps.config.workerBatchSize ?? BATCH_SIZE[deps.db.engine];
+    const loops = deps.config.workerLoops ?? CONCURRENCY[deps.db.engine];
     const loop = await startProcessingLoop(deps.db, deps.log, {
-      batchSize: deps.config.workerBatchSize ?? BATCH_SIZE[deps.db.engine],
-      concurrency: CONCURRENCY[deps.db.engine],
+      batchSize,
+      concurrency: loops,
       settings: deps.settings,
     });
+    deps.log.info({ loops, batch_size: batchSize }, 'processing started');
     return () => loop.stop();
   },
 };
