@@ -322,8 +322,13 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
       name: `processing peak RSS (${engine})`,
       value: mem.hwmMb,
       unit: 'MB',
-      target: `< ${TARGET_RSS_MB} MB, flat`,
-      pass: engine === 'pglite' ? true : mem.hwmMb < TARGET_RSS_MB,
+      // PGlite's database lives in the service's own memory: its peak is reported, not held to the
+      // service's target (which it would miss by the database's size, not by a leak).
+      target:
+        engine === 'pglite'
+          ? `report only (the embedded database is in this process; < ${TARGET_RSS_MB} MB is PostgreSQL's)`
+          : `< ${TARGET_RSS_MB} MB, flat`,
+      pass: engine === 'pglite' ? undefined : mem.hwmMb < TARGET_RSS_MB,
     });
     const quarter = (q: number) =>
       samples[Math.min(samples.length - 1, Math.floor((samples.length - 1) * q))] ?? 0;
