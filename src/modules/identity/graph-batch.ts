@@ -76,7 +76,26 @@ type NodeIndex = Map<string, Map<string, Map<string, Node>>>;
 const findNode = (index: NodeIndex, workspaceId: string, type: string, value: string): Node | undefined =>
   index.get(workspaceId)?.get(type)?.get(value);
 
-function putNode(index: NodeIndex, n: Node): void {
+/**
+ * The nodes each profile owns in this unit, kept with every change of owner: a merge moves the
+ * merged-away profile's nodes without walking every node of the unit (that walk, once per merge,
+ * allocated more than any other function of the pipeline: docs/benchmarks.md).
+ */
+type OwnerIndex = Map<string, Set<Node>>;
+
+function setOwner(owners: OwnerIndex, n: Node, profileId: string): void {
+  owners.get(n.profileId)?.delete(n);
+  n.profileId = profileId;
+  let owned = owners.get(profileId);
+  if (!owned) {
+    owned = new Set();
+    owners.set(profileId, owned);
+  }
+  owned.add(n);
+}
+
+function putNode(index: NodeIndex, owners: OwnerIndex, n: Node): void {
+  setOwner(owners, n, n.profileId);
   let byType = index.get(n.workspaceId);
   if (!byType) {
     byType = new Map();
@@ -96,6 +115,7 @@ function* allNodes(index: NodeIndex): Generator<Node> {
 
 export function createGraphBatch(): GraphBatch {
   const nodes: NodeIndex = new Map();
+  const owned: OwnerIndex = new Map();
   const views = new Map<string, GraphView>();
   const edges = new Map<
     string,
@@ -122,7 +142,7 @@ export function createGraphBatch(): GraphBatch {
     addNodes(rows) {
       for (const r of rows) {
         if (findNode(nodes, r.workspace_id, r.type, r.value)) continue;
-        putNode(nodes, {
+        putNode(nodes, owned, {
           id: r.id,
           workspaceId: r.workspace_id,
           type: r.type,
@@ -168,12 +188,12 @@ export function createGraphBatch(): GraphBatch {
       const n = findNode(nodes, workspaceId, id.type, id.value);
       if (n) {
         if (n.profileId !== profileId) {
-          n.profileId = profileId;
+          setOwner(owned, n, profileId);
           n.seenAt = at;
           n.dirty = true;
         }
       } else {
-        putNode(nodes, {
+        putNode(nodes, owned, {
           id: newUuid(),
           workspaceId,
           type: id.type,
@@ -202,7 +222,7 @@ export function createGraphBatch(): GraphBatch {
       for (const [type, values] of s.identities) for (const v of values) hold(p, type, v);
       p.mergedCount += 1 + s.mergedCount;
       // Written nodes move with repointNodes at flush; this keeps ownerOf right for later events.
-      for (const n of allNodes(nodes)) if (n.profileId === secondaryId) n.profileId = primaryId;
+      for (const n of [...(owned.get(secondaryId) ?? [])]) setOwner(owned, n, primaryId);
       moves.push({ from: secondaryId, to: primaryId });
     },
     async flush(tx, liveId) {
