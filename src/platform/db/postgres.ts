@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { encodeArrayParams } from './array-literal';
 import { isStorageUnavailable } from './errors';
 import type { Db, Queryable, QueryOptions, QueryResult } from './port';
 import { createTimestamptzParser } from './timestamps';
@@ -86,7 +87,7 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     params?: readonly unknown[],
     options?: QueryOptions,
   ) => {
-    const res = await q.query(timed(sql, params, options?.timeoutMs));
+    const res = await q.query(timed(sql, encodeArrayParams(params), options?.timeoutMs));
     return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 } satisfies QueryResult<R>;
   };
 
