@@ -171,6 +171,11 @@ export interface ServiceOptions {
   nodeArgs?: string[];
   /** Receives each line the child writes to stdout (its JSON log at LOG_LEVEL); ignored when absent. */
   onStdoutLine?: (line: string) => void;
+  /**
+   * PostgreSQL only: this many more processes (`ROLE=worker`, the same database and settings) run
+   * beside the service and stop and start with it; their stdout goes to `onStdoutLine` too.
+   */
+  workers?: number;
 }
 
 export interface Service {
@@ -178,6 +183,8 @@ export interface Service {
   /** http://127.0.0.1:PORT */
   url: string;
   pid: number;
+  /** The service's process and its extra workers' (`workers`), while they run. */
+  pids(): number[];
   adminKey: string;
   /** Set when the database was prepared (null for 'empty' until the service bootstraps it). */
   workspaceId: string | null;
@@ -233,19 +240,25 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     if (schema) await dropSchema(PG_URL, schema).catch(() => {});
   };
 
+  if ((opts.workers ?? 0) > 0 && opts.engine !== 'postgres') throw new Error('extra workers need PostgreSQL');
   let child: ChildProcess | null = null;
+  let workers: ChildProcess[] = [];
   let stderr = '';
+  const stopWorkers = async () => {
+    await Promise.all(workers.map((w) => stopChild(w)));
+    workers = [];
+  };
   const stopAll = async () => {
+    await stopWorkers();
     if (child) await stopChild(child);
     await removeDatabase();
   };
   cleanups.add(stopAll);
 
-  const launch = async () => {
-    stderr = '';
+  const spawnOne = (extraEnv: Record<string, string>) => {
     const c = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'bin/cdp.mjs', 'start'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env, ...extraEnv },
       stdio: ['ignore', opts.onStdoutLine ? 'pipe' : 'ignore', 'pipe'],
     });
     track(c);
@@ -263,7 +276,15 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     c.stderr!.on('data', (d: string) => {
       stderr = (stderr + d).slice(-20_000);
     });
+    return c;
+  };
+  const launch = async () => {
+    stderr = '';
+    const c = spawnOne({});
     child = c;
+    // A worker binds no port: its start is its log line, which needs no wait here (the bench
+    // counts the batches of every process from their logs).
+    workers = Array.from({ length: opts.workers ?? 0 }, () => spawnOne({ ROLE: 'worker' }));
     await waitForHealth(`http://127.0.0.1:${port}`, c, () => stderr);
     return c;
   };
@@ -278,6 +299,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       get pid() {
         return (child ?? first).pid!;
       },
+      pids: () => [child ?? first, ...workers].map((c) => c.pid!),
       adminKey,
       workspaceId,
       stderr: () => stderr,
@@ -286,9 +308,11 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
         await stopAll();
       },
       async halt() {
+        await stopWorkers();
         if (child) await stopChild(child);
       },
       async restart() {
+        await stopWorkers();
         if (child) await stopChild(child);
         await launch();
       },

@@ -12,6 +12,7 @@
  * every processed event needs at least.
  *
  *   BENCH_EVENTS=100000 npm run bench -- processing      (a quick run)
+ *   BENCH_WORKERS=1 BENCH_SERVICE_ENV=WORKER_LOOPS=1 …     (PostgreSQL: one more ROLE=worker process)
  */
 import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
@@ -214,9 +215,13 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
   let svc: Service | null = null;
   let peakSampler: NodeJS.Timeout | undefined;
   try {
+    // BENCH_WORKERS: more worker processes beside the service (PostgreSQL), the operator's lever
+    // for throughput (docs/operations.md); CPU per event then counts all of them as the service.
+    const workers = engine === 'postgres' ? Number(process.env.BENCH_WORKERS ?? 0) : 0;
     svc = await startService({
       engine,
       env: { ROLE: 'all', LOG_LEVEL: 'debug' },
+      workers,
       onStdoutLine,
       nodeArgs: process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [],
     });
@@ -253,15 +258,17 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     const samples: number[] = [];
     phase = 'processing';
     const t0 = performance.now();
-    const cpu0 = { service: cpuSecondsOf(svc.pid), machine: machineBusySeconds() };
+    const pids = svc.pids();
+    const cpu0 = { service: cpuOf(pids), machine: machineBusySeconds() };
     while (done < total) {
       await sleep(250);
       samples.push(memoryOf(svc.pid).rssMb);
       if (performance.now() - t0 > 30 * 60_000)
         throw new Error(`only ${done} of ${total} events after 30 min`);
     }
-    const cpu = cpuPerEvent(cpu0, svc.pid, total, (performance.now() - t0) / 1000);
+    const cpu = cpuPerEvent(cpu0, pids, total, (performance.now() - t0) / 1000);
     const mem = memoryOf(svc.pid);
+    const workerPeaks = pids.slice(1).map((pid) => memoryOf(pid).hwmMb);
     clearInterval(peakSampler);
     const whole = windowOf(batches, 0, total)!;
     const first = windowOf(batches, 0, Math.min(WINDOW, total))!;
@@ -314,6 +321,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     });
     note(
       `${engine}: CPU per event ${cpu.serviceUs.toFixed(0)} µs in the service` +
+        (workers > 0 ? ` (its ${pids.length} processes)` : '') +
         (engine === 'postgres' ? `, ${cpu.restUs.toFixed(0)} µs elsewhere (the database, the bench)` : '') +
         `; cores busy ${(cpu.busy * 100).toFixed(0)}% of the run; at full use of ${cpu.cores} cores ` +
         `this work per event allows ${cpu.boundRate.toFixed(0)} events/s`,
@@ -330,6 +338,11 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
           : `< ${TARGET_RSS_MB} MB, flat`,
       pass: engine === 'pglite' ? undefined : mem.hwmMb < TARGET_RSS_MB,
     });
+    if (workerPeaks.length > 0) {
+      note(
+        `${engine}: peak RSS of the extra worker processes ${workerPeaks.map((m) => m.toFixed(0)).join(', ')} MB`,
+      );
+    }
     const quarter = (q: number) =>
       samples[Math.min(samples.length - 1, Math.floor((samples.length - 1) * q))] ?? 0;
     note(
@@ -370,12 +383,12 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
  */
 function cpuPerEvent(
   start: { service: number; machine: number },
-  pid: number,
+  pids: readonly number[],
   events: number,
   seconds: number,
 ) {
   const cores = availableParallelism();
-  const service = cpuSecondsOf(pid) - start.service;
+  const service = cpuOf(pids) - start.service;
   const machine = machineBusySeconds() - start.machine;
   const us = (s: number) => (s * 1e6) / events;
   return {
@@ -387,6 +400,8 @@ function cpuPerEvent(
     boundRate: (cores * events) / machine,
   };
 }
+
+const cpuOf = (pids: readonly number[]) => pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
 
 export default async function run(): Promise<void> {
   const total = Number(process.env.BENCH_EVENTS ?? 1_000_000);
