@@ -83,19 +83,21 @@ const findNode = (index: NodeIndex, workspaceId: string, type: string, value: st
  */
 type OwnerIndex = Map<string, Set<Node>>;
 
+/** Files the node under its current owner. */
+function own(owners: OwnerIndex, n: Node): void {
+  const owned = owners.get(n.profileId);
+  if (owned) owned.add(n);
+  else owners.set(n.profileId, new Set([n]));
+}
+
 function setOwner(owners: OwnerIndex, n: Node, profileId: string): void {
   owners.get(n.profileId)?.delete(n);
   n.profileId = profileId;
-  let owned = owners.get(profileId);
-  if (!owned) {
-    owned = new Set();
-    owners.set(profileId, owned);
-  }
-  owned.add(n);
+  own(owners, n);
 }
 
 function putNode(index: NodeIndex, owners: OwnerIndex, n: Node): void {
-  setOwner(owners, n, n.profileId);
+  own(owners, n);
   let byType = index.get(n.workspaceId);
   if (!byType) {
     byType = new Map();
@@ -222,7 +224,12 @@ export function createGraphBatch(): GraphBatch {
       for (const [type, values] of s.identities) for (const v of values) hold(p, type, v);
       p.mergedCount += 1 + s.mergedCount;
       // Written nodes move with repointNodes at flush; this keeps ownerOf right for later events.
-      for (const n of [...(owned.get(secondaryId) ?? [])]) setOwner(owned, n, primaryId);
+      const moving = owned.get(secondaryId);
+      owned.delete(secondaryId);
+      for (const n of moving ?? []) {
+        n.profileId = primaryId;
+        own(owned, n);
+      }
       moves.push({ from: secondaryId, to: primaryId });
     },
     async flush(tx, liveId) {
