@@ -125,23 +125,33 @@ export async function readEscalated(
  * One statement per chunk, the columns as arrays (unnest): PostgreSQL reads a float8[] far faster
  * than it takes apart a jsonb document of the same rows.
  */
+/** One profile's scores as rescoring computes them; the fit and the scoring date are the call's. */
+export type ScoreValues = Omit<ScoreRow, 'fit_id' | 'as_of'>;
+
+/**
+ * Stores a rescoring's scores. The fit and the date are one value per call, sent once: as columns
+ * they were 10,000 equal dates per page, each formatted into the array parameter by pg. With the
+ * keys-only lock (lockProfileKeys) that cut a 100k-customer fit's allocations by 13% and its peak
+ * RSS by 45 MB (docs/benchmarks.md, "A fit's memory peak").
+ */
 export async function upsertScores(
   q: Queryable,
   workspaceId: string,
-  rows: readonly ScoreRow[],
+  scoredBy: { fitId: string; asOf: Date },
+  rows: readonly ScoreValues[],
 ): Promise<void> {
   if (rows.length === 0) return;
-  const column = <K extends keyof ScoreRow>(k: K) => rows.map((r) => r[k]);
+  const column = <K extends keyof ScoreValues>(k: K) => rows.map((r) => r[k]);
   await q.query(
     `INSERT INTO customer_scores (profile_id, workspace_id, fit_id, as_of, p_alive, expected_purchases,
             expected_order_value, predicted_clv, churn_risk_score, days_since_last_order, horizon_days, currency,
             rfm_segment, escalated, scored_at)
-     SELECT r.profile_id, $1, r.fit_id, r.as_of, r.p_alive, r.expected_purchases, r.expected_order_value,
+     SELECT r.profile_id, $1, $2, $3, r.p_alive, r.expected_purchases, r.expected_order_value,
             r.predicted_clv, r.churn_risk_score, r.days_since_last_order, r.horizon_days, r.currency,
             r.rfm_segment, r.escalated, now()
-       FROM unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::float8[], $6::float8[], $7::float8[],
-                   $8::float8[], $9::float8[], $10::int[], $11::int[], $12::text[], $13::text[], $14::boolean[])
-         AS r(profile_id, fit_id, as_of, p_alive, expected_purchases, expected_order_value, predicted_clv,
+       FROM unnest($4::uuid[], $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::float8[],
+                   $10::int[], $11::int[], $12::text[], $13::text[], $14::boolean[])
+         AS r(profile_id, p_alive, expected_purchases, expected_order_value, predicted_clv,
               churn_risk_score, days_since_last_order, horizon_days, currency, rfm_segment, escalated)
      ON CONFLICT (profile_id) DO UPDATE SET fit_id = excluded.fit_id, as_of = excluded.as_of,
             p_alive = excluded.p_alive, expected_purchases = excluded.expected_purchases,
@@ -151,9 +161,9 @@ export async function upsertScores(
             escalated = excluded.escalated, scored_at = excluded.scored_at`,
     [
       workspaceId,
+      scoredBy.fitId,
+      scoredBy.asOf,
       column('profile_id'),
-      column('fit_id'),
-      column('as_of'),
       column('p_alive'),
       column('expected_purchases'),
       column('expected_order_value'),

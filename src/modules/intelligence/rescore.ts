@@ -1,6 +1,6 @@
 import type { Queryable } from '../../platform/db';
 import { type OutboxFact, writeOutboxMany } from '../outbox';
-import { lockProfileHeads, storeScores } from '../profiles';
+import { lockProfileKeys, storeScores } from '../profiles';
 import { markProfilesForRefresh } from '../segments';
 import * as repo from './intelligence.repo';
 import { createSummaryScorer, type ScoreSettings, type StoredFit, toSummary } from './scoring';
@@ -19,8 +19,8 @@ export interface RescoreOptions {
 /**
  * Rescoring a set of profiles with a stored fit, in the caller's transaction, which must hold the
  * workspace's score lock (repo.lockWorkspaceScores) so that a fit's chunks and the per-order
- * rescoring never interleave. The profiles are locked here in the one lock order (lockProfileHeads:
- * the lock, without the traits, which scoring never reads);
+ * rescoring never interleave. The profiles are locked here in the one lock order (lockProfileKeys:
+ * the lock, reading only what tells a live profile of this workspace);
  * their summaries are read after that, so they include every order committed before the lock.
  *
  * - a live profile with completed orders by asOf: its scores stored (customer_scores and the three
@@ -42,7 +42,7 @@ export async function rescoreProfiles(
   options: RescoreOptions = {},
 ): Promise<{ scored: number; escalated: number }> {
   if (profileIds.length === 0) return { scored: 0, escalated: 0 };
-  const { rows } = await lockProfileHeads(tx, profileIds);
+  const { rows } = await lockProfileKeys(tx, profileIds);
   const live = rows.filter((r) => r.merged_into === null && r.workspace_id === workspaceId).map((r) => r.id);
   const liveSet = new Set(live);
   await repo.deleteScores(
@@ -57,7 +57,7 @@ export async function rescoreProfiles(
     : await readProfileSummaries(tx, workspaceId, asOf, live);
   const score = options.score ?? createSummaryScorer(fit, settings);
   const standing = await repo.readEscalated(tx, workspaceId, live);
-  const scores: repo.ScoreRow[] = [];
+  const scores: repo.ScoreValues[] = [];
   const facts: OutboxFact[] = [];
   for (const row of summaries) {
     const s = score(toSummary(row));
@@ -78,8 +78,6 @@ export async function rescoreProfiles(
     }
     scores.push({
       profile_id: row.profile_id,
-      fit_id: fit.fitId,
-      as_of: asOf,
       p_alive: s.pAlive,
       expected_purchases: s.expectedPurchases,
       expected_order_value: s.expectedOrderValue,
@@ -94,7 +92,7 @@ export async function rescoreProfiles(
   }
   const scoredIds = new Set(scores.map((s) => s.profile_id));
   const unscored = live.filter((id) => !scoredIds.has(id));
-  await repo.upsertScores(tx, workspaceId, scores);
+  await repo.upsertScores(tx, workspaceId, { fitId: fit.fitId, asOf }, scores);
   await repo.deleteScores(tx, workspaceId, unscored);
   const changed = await storeScores(tx, workspaceId, [
     ...scores.map((s) => ({

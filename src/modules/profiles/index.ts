@@ -26,6 +26,7 @@ export {
   countMergedInto,
   type LockedProfiles,
   lockProfileHeads,
+  lockProfileKeys,
   lockProfiles,
   type ProfileHead,
   type ProfileRow,
