@@ -121,15 +121,13 @@ export async function readEscalated(
   return new Set(rows.map((r) => r.profile_id));
 }
 
-/**
- * One statement per chunk, the columns as arrays (unnest): PostgreSQL reads a float8[] far faster
- * than it takes apart a jsonb document of the same rows.
- */
 /** One profile's scores as rescoring computes them; the fit and the scoring date are the call's. */
 export type ScoreValues = Omit<ScoreRow, 'fit_id' | 'as_of'>;
 
 /**
- * Stores a rescoring's scores. The fit and the date are one value per call, sent once: as columns
+ * Stores a rescoring's scores, one statement per chunk, the columns as arrays (unnest): PostgreSQL
+ * reads a float8[] far faster than it takes apart a jsonb document of the same rows. The fit and
+ * the date are one value per call, sent once: as columns
  * they were 10,000 equal dates per page, each formatted into the array parameter by pg. With the
  * keys-only lock (lockProfileKeys) that cut a 100k-customer fit's allocations by 13% and its peak
  * RSS by 45 MB (docs/benchmarks.md, "A fit's memory peak").

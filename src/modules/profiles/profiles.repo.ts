@@ -24,7 +24,6 @@ export interface ProfileRow {
 export const COLUMNS = `p.id, p.seq, p.workspace_id, p.email, p.first_name, p.last_name, p.attributes, p.field_times,
   p.total_spend, p.rfm_segment, p.churn_risk_score, p.predicted_clv, p.merged_into, p.created_at, p.updated_at`;
 
-/** What a lock must read of a profile whose traits may go untouched: no trait documents. */
 /** What every lock reads: which workspace a profile is in and whether it was merged away. */
 export interface ProfileKey {
   id: string;
@@ -32,6 +31,7 @@ export interface ProfileKey {
   merged_into: string | null;
 }
 
+/** What a lock must read of a profile whose traits may go untouched: no trait documents. */
 export interface ProfileHead extends ProfileKey {
   email: string | null;
   created_at: Date;
