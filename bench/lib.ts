@@ -108,19 +108,41 @@ export async function engines(): Promise<EngineName[]> {
   return out;
 }
 
-/** A free TCP port on 127.0.0.1 (released before return; a race with another process is unlikely). */
+/**
+ * A free TCP port on 127.0.0.1 (released before return; a race with another process is unlikely):
+ * any the system gives, or the first free one of BENCH_PORTS (`30600-30699`) on a machine where
+ * each user keeps to a range.
+ */
 export async function freePort(): Promise<number> {
+  const range = /^(\d+)-(\d+)$/.exec(process.env.BENCH_PORTS ?? '');
+  if (!range) return listenOnce(0);
+  for (let port = Number(range[1]); port <= Number(range[2]); port++) {
+    if (handedOut.has(port)) continue;
+    const got = await listenOnce(port).catch(() => null);
+    if (got !== null) {
+      handedOut.add(got);
+      return got;
+    }
+  }
+  throw new Error(`no free port in BENCH_PORTS=${process.env.BENCH_PORTS}`);
+}
+
+/** Ports of BENCH_PORTS given out already: the child may not be listening on one yet. */
+const handedOut = new Set<number>();
+
+function listenOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
+    srv.listen(port, '127.0.0.1', () => {
+      const { port: got } = srv.address() as { port: number };
+      srv.close(() => resolve(got));
     });
   });
 }
 
-async function dropSchema(url: string, schema: string): Promise<void> {
+/** Drops a PostgreSQL schema and everything in it. */
+export async function dropSchema(url: string, schema: string): Promise<void> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
@@ -203,7 +225,7 @@ export interface Service {
   withDb<T>(fn: (db: Db) => Promise<T>): Promise<T>;
 }
 
-/** Starts `node bin/cdp.mjs start` on a fresh database and waits until /health answers. */
+/** Starts `node bin/cdp.mjs start` on a fresh database and waits until /ready answers 200. */
 export async function startService(opts: ServiceOptions): Promise<Service> {
   const adminKey = `cdp_sk_${randomBytes(32).toString('base64url')}`;
   const port = await freePort();
@@ -285,7 +307,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     // A worker binds no port: its start is its log line, which needs no wait here (the bench
     // counts the batches of every process from their logs).
     workers = Array.from({ length: opts.workers ?? 0 }, () => spawnOne({ ROLE: 'worker' }));
-    await waitForHealth(`http://127.0.0.1:${port}`, c, () => stderr);
+    await waitForReady(`http://127.0.0.1:${port}`, c, () => stderr);
     return c;
   };
 
@@ -335,21 +357,21 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
   }
 }
 
-async function waitForHealth(url: string, child: ChildProcess, stderr: () => string): Promise<void> {
+async function waitForReady(url: string, child: ChildProcess, stderr: () => string): Promise<void> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`service exited (${child.exitCode ?? child.signalCode}) before /health:\n${stderr()}`);
+      throw new Error(`service exited (${child.exitCode ?? child.signalCode}) before /ready:\n${stderr()}`);
     }
     try {
-      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
+      const res = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(1000) });
       if (res.ok) return;
     } catch {
       // not listening yet
     }
     await sleep(100);
   }
-  throw new Error(`service did not answer /health within 120 s:\n${stderr()}`);
+  throw new Error(`service was not ready (/ready) within 120 s:\n${stderr()}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,15 +467,15 @@ export async function startBareServer(routes: BareRoute[]): Promise<BareServer> 
 
 export interface LoadOptions {
   url: string;
-  method?: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT';
+  method?: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT' | 'OPTIONS';
   headers?: Record<string, string>;
   /** Body sent with every request. */
   body?: string;
   /**
    * Bodies sent in turn (one per request, cycling), for requests that must differ (e.g. fresh
-   * ids); overrides `body`.
+   * ids); overrides `body`. Buffers go as they are (compressed bodies).
    */
-  bodies?: string[];
+  bodies?: Array<string | Buffer>;
   connections: number;
   /** Seconds; capped at MAX_LOAD_SECONDS. */
   duration: number;

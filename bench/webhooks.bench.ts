@@ -11,26 +11,35 @@
  *    healthy receiver), and from the fact's `created_at` (the outbox write, in the body) to the
  *    receipt. Every expected delivery must arrive exactly once (counted by X-Service-Delivery,
  *    and per subscription and fact).
- * 2. Backlog: BENCH_WEBHOOK_BURST events (default 100, so 5,000 deliveries) sent at once; the
- *    drain rate (deliveries/s between the 10th and the 90th percentile of their receipts) is the
- *    service's delivery throughput, printed with the service process's CPU use meanwhile. Its
- *    ceiling, measured in the same run: a bare node:http client in its own process POSTing a real
- *    delivery body and headers to the same receiver, one new connection per request as the
- *    service's sender makes (`agent: false`), with as many requests in flight as the service has
- *    delivery slots (`webhookPolicy.concurrency`; BENCH_WEBHOOK_CLIENT_CONCURRENCY overrides).
+ * 2. Backlog, twice: BENCH_WEBHOOK_BURST events (default 100, so 5,000 deliveries) sent at once;
+ *    the drain rate (deliveries/s between the 10th and the 90th percentile of their receipts) is
+ *    the service's delivery throughput, printed with the service process's CPU use meanwhile.
+ *    First with a receiver that answers `Connection: close` (so every attempt opens a new
+ *    connection, as the sender did before it kept connections alive), then with the same receiver
+ *    keeping connections alive; the second over the first is the effect of keep-alive, and the
+ *    receiver's count of connections opened says how many were reused. Each has its ceiling,
+ *    measured in the same run: a bare node:http client in its own process POSTing a real delivery
+ *    body and headers to the same receiver, a new connection per request (`agent: false`) for the
+ *    first and a keep-alive agent for the second, with as many requests in flight as the service
+ *    has delivery slots (`webhookPolicy.concurrency`; BENCH_WEBHOOK_CLIENT_CONCURRENCY overrides).
  *
  * Last, the service's own account (deliveries by status, attempts, put-off jobs) read from its
- * database. BENCH_WEBHOOK_TRACE=1 also prints the backlog's receipts per second.
+ * database. BENCH_WEBHOOK_TRACE=1 also prints the backlog's receipts per second. BENCH_WEBHOOK_TLS=1
+ * serves the receiver over https (a self-signed certificate for 127.0.0.1 made with the openssl
+ * command, trusted by the service through NODE_EXTRA_CA_CERTS), so that a new connection costs a TLS
+ * handshake as it does with real receivers.
  *
  *   npm run bench -- webhooks                                   # ≈ 2.5 min per engine
  *   BENCH_ENGINES=postgres BENCH_WEBHOOK_RATE=4 npm run bench -- webhooks
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { webhookPolicy } from '../src/modules/webhooks/policy';
 import { type EngineName, engines, note, ROOT, report, type Service, sleep, startService } from './lib';
 
@@ -49,6 +58,8 @@ const CLIENT_SECONDS = 5;
 /** How long to wait for the last deliveries of a phase before counting the rest as missing. */
 const SETTLE_TIMEOUT_MS = 90_000;
 const TARGET_P99_MS = 1000;
+/** Serve the receiver over https (a throwaway certificate the service trusts), as real receivers are. */
+const TLS = process.env.BENCH_WEBHOOK_TLS === '1';
 
 // ---------------------------------------------------------------------------------------------
 // The receiver
@@ -71,24 +82,56 @@ interface Receiver {
   ceilingHits: number;
   /** One real delivery (body and headers), for the raw client to send the same bytes. */
   sample: { body: string; headers: Record<string, string> } | null;
+  /** TCP connections accepted so far. */
+  connections: number;
+  /** Answer `Connection: close`, so that a client cannot reuse the connection. */
+  closeEach: boolean;
   close(): Promise<void>;
 }
 
-async function startReceiver(): Promise<Receiver> {
+interface Certificate {
+  key: string;
+  cert: string;
+  /** The certificate's file, for NODE_EXTRA_CA_CERTS. */
+  file: string;
+  remove(): void;
+}
+
+/** A self-signed certificate for 127.0.0.1, made with the openssl command, valid for a day. */
+function makeCertificate(): Certificate {
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-bench-tls-'));
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1']
+      .concat(['-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'])
+      .concat(['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')]),
+    { stdio: 'ignore' },
+  );
+  return {
+    key: readFileSync(join(dir, 'key.pem'), 'utf8'),
+    cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
+    file: join(dir, 'cert.pem'),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+async function startReceiver(tls: Certificate | null): Promise<Receiver> {
   const r: Receiver = {
     url: '',
     receipts: [],
     malformed: 0,
     ceilingHits: 0,
     sample: null,
+    connections: 0,
+    closeEach: false,
     close: async () => {},
   };
-  const server = http.createServer((req, res) => {
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const at = Date.now();
-      res.writeHead(204).end();
+      res.writeHead(204, r.closeEach ? { connection: 'close' } : {}).end();
       const path = req.url ?? '/';
       if (path === '/ceiling') {
         r.ceilingHits++;
@@ -119,9 +162,13 @@ async function startReceiver(): Promise<Receiver> {
         r.malformed++;
       }
     });
-  });
+  };
+  const server = tls
+    ? https.createServer({ key: tls.key, cert: tls.cert }, handler)
+    : http.createServer(handler);
+  server.on('connection', () => r.connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  r.url = `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`;
   r.close = () =>
     new Promise<void>((resolve) => {
       server.closeAllConnections();
@@ -135,11 +182,14 @@ async function startReceiver(): Promise<Receiver> {
 
 const RAW_CLIENT_SOURCE = `
 import http from 'node:http';
-const { url, body, headers, concurrency, seconds } = JSON.parse(process.env.RAW_CLIENT);
+import https from 'node:https';
+const { url, body, headers, concurrency, seconds, keepAlive, ca } = JSON.parse(process.env.RAW_CLIENT);
+const client = url.startsWith('https:') ? https : http;
 const until = Date.now() + seconds * 1000;
+const agent = keepAlive ? new client.Agent({ keepAlive: true, maxSockets: concurrency, ca }) : false;
 let ok = 0, errors = 0;
 const one = () => new Promise((resolve) => {
-  const req = http.request(url, { method: 'POST', agent: false,
+  const req = client.request(url, { method: 'POST', agent, ca,
     headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
     (res) => { res.resume(); res.on('end', () => { if (res.statusCode >= 200 && res.statusCode < 300) ok++; else errors++; resolve(); }); });
   req.on('error', () => { errors++; resolve(); });
@@ -152,6 +202,8 @@ process.stdout.write(JSON.stringify({ ok, errors, seconds: (performance.now() - 
 
 async function rawClientRate(
   receiver: Receiver,
+  keepAlive: boolean,
+  ca: string | undefined,
 ): Promise<{ rps: number; ok: number; errors: number; concurrency: number }> {
   const sample = receiver.sample ?? { body: JSON.stringify({ id: 'x', data: {} }), headers: {} };
   const child = spawn(process.execPath, ['--input-type=module', '-e', RAW_CLIENT_SOURCE], {
@@ -164,6 +216,8 @@ async function rawClientRate(
         headers: sample.headers,
         concurrency: CLIENT_CONCURRENCY,
         seconds: CLIENT_SECONDS,
+        keepAlive,
+        ca,
       }),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -404,11 +458,16 @@ function tallyNote(phase: string, t: Tally): string {
 }
 
 async function measureEngine(engine: EngineName): Promise<void> {
-  const receiver = await startReceiver();
+  const certificate = TLS ? makeCertificate() : null;
+  const receiver = await startReceiver(certificate);
   const operatorToken = randomBytes(24).toString('base64url');
   const svc = await startService({
     engine,
-    env: { CDP_ALLOW_PRIVATE_WEBHOOKS: '1', CDP_OPERATOR_TOKEN: operatorToken },
+    env: {
+      CDP_ALLOW_PRIVATE_WEBHOOKS: '1',
+      CDP_OPERATOR_TOKEN: operatorToken,
+      ...(certificate ? { NODE_EXTRA_CA_CERTS: certificate.file } : {}),
+    },
   });
   try {
     const t0 = performance.now();
@@ -452,61 +511,91 @@ async function measureEngine(engine: EngineName): Promise<void> {
       pass: pct(fromAck, 0.99) <= TARGET_P99_MS && s.missing === 0,
     });
 
-    // 2. Backlog: throughput.
-    const cpu0 = cpuSecondsOf(svc.pid);
-    const wall0 = performance.now();
-    const burst = await sendEvents(svc, workspaces, BURST, Number.POSITIVE_INFINITY, EVENTS);
-    await waitForDeliveries(receiver, burst);
-    const cpu = cpuSecondsOf(svc.pid) - cpu0;
-    const wall = (performance.now() - wall0) / 1000;
-    const b = tally(receiver.receipts, burst);
-    const times = b.ofPhase.map((r) => r.at).sort((x, y) => x - y);
-    const lo = pct(times, 0.1);
-    const hi = pct(times, 0.9);
-    const drained = times.filter((t) => t >= lo && t <= hi).length;
-    const drainRate = hi > lo ? (drained * 1000) / (hi - lo) : Number.NaN;
-    const firstAck = Math.min(...burst.map((e) => e.ackAt));
-    note(
-      `${engine} backlog: ${burst.length} events at once; first delivery ${((times[0]! - firstAck) / 1000).toFixed(1)} s ` +
-        `after the first 202, last ${((times[times.length - 1]! - firstAck) / 1000).toFixed(1)} s; ` +
-        `${drained} deliveries between the 10th and 90th percentile in ${((hi - lo) / 1000).toFixed(1)} s`,
-    );
-    note(tallyNote(`${engine} backlog`, b));
-    if (process.env.BENCH_WEBHOOK_TRACE) {
-      const perSecond: number[] = [];
-      for (const t of times)
-        perSecond[Math.floor((t - firstAck) / 1000)] =
-          (perSecond[Math.floor((t - firstAck) / 1000)] ?? 0) + 1;
+    // 2. Backlog, first with a new connection per attempt (the receiver closes each), then with
+    // connections kept alive: throughput, and the effect of keep-alive.
+    const backlog = async (keepAlive: boolean, offset: number) => {
+      const label = `${engine} backlog ${keepAlive ? 'kept alive' : 'a connection per attempt'}`;
+      receiver.closeEach = !keepAlive;
+      const connections0 = receiver.connections;
+      const cpu0 = cpuSecondsOf(svc.pid);
+      const wall0 = performance.now();
+      const burst = await sendEvents(svc, workspaces, BURST, Number.POSITIVE_INFINITY, offset);
+      await waitForDeliveries(receiver, burst);
+      const cpu = cpuSecondsOf(svc.pid) - cpu0;
+      const wall = (performance.now() - wall0) / 1000;
+      const opened = receiver.connections - connections0;
+      const b = tally(receiver.receipts, burst);
+      const times = b.ofPhase.map((r) => r.at).sort((x, y) => x - y);
+      const lo = pct(times, 0.1);
+      const hi = pct(times, 0.9);
+      const drained = times.filter((t) => t >= lo && t <= hi).length;
+      const drainRate = hi > lo ? (drained * 1000) / (hi - lo) : Number.NaN;
+      const firstAck = Math.min(...burst.map((e) => e.ackAt));
       note(
-        `${engine} backlog receipts per second from the first 202: ${Array.from(perSecond, (n) => n ?? 0).join(' ')}`,
+        `${label}: ${burst.length} events at once; first delivery ${((times[0]! - firstAck) / 1000).toFixed(1)} s ` +
+          `after the first 202, last ${((times[times.length - 1]! - firstAck) / 1000).toFixed(1)} s; ` +
+          `${drained} deliveries between the 10th and 90th percentile in ${((hi - lo) / 1000).toFixed(1)} s; ` +
+          `${opened} connections opened for ${b.unique} deliveries`,
       );
-    }
-    note(
-      `${engine} backlog: the service process used ${cpu.toFixed(1)} CPU s in ${wall.toFixed(1)} s ` +
-        `(${((100 * cpu) / wall).toFixed(0)}% of one core; ${((1000 * cpu) / Math.max(1, b.unique)).toFixed(2)} ms per delivery, ` +
-        `ingest and processing of the ${burst.length} events included${engine === 'pglite' ? ', the embedded database too' : ''}); ` +
-        `machine load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores`,
-    );
-    if (RATE * SUBS_PER_WORKSPACE > 0.9 * drainRate) {
+      note(tallyNote(label, b));
+      if (process.env.BENCH_WEBHOOK_TRACE) {
+        const perSecond: number[] = [];
+        for (const t of times)
+          perSecond[Math.floor((t - firstAck) / 1000)] =
+            (perSecond[Math.floor((t - firstAck) / 1000)] ?? 0) + 1;
+        note(
+          `${label} receipts per second from the first 202: ${Array.from(perSecond, (n) => n ?? 0).join(' ')}`,
+        );
+      }
       note(
-        `${engine}: the steady phase offered ${RATE * SUBS_PER_WORKSPACE} deliveries/s, near or above the ` +
-          `${drainRate.toFixed(0)}/s the service drains: its latency is mostly queueing`,
+        `${label}: the service process used ${cpu.toFixed(1)} CPU s in ${wall.toFixed(1)} s ` +
+          `(${((100 * cpu) / wall).toFixed(0)}% of one core; ${((1000 * cpu) / Math.max(1, b.unique)).toFixed(2)} ms per delivery, ` +
+          `ingest and processing of the ${burst.length} events included${engine === 'pglite' ? ', the embedded database too' : ''}); ` +
+          `machine load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores`,
       );
-    }
-
-    // The ceiling, right after, against the same receiver (the service idle).
-    const raw = await rawClientRate(receiver);
-    note(
-      `${engine} raw client: ${raw.ok} POSTs of a ${Buffer.byteLength(receiver.sample?.body ?? '')}-byte delivery body ` +
-        `in ${CLIENT_SECONDS} s, ${raw.concurrency} in flight, a new connection each; ${raw.errors} errors`,
-    );
+      // The ceiling, right after, against the same receiver (the service idle).
+      const raw = await rawClientRate(receiver, keepAlive, certificate?.cert);
+      note(
+        `${label}, raw client: ${raw.ok} POSTs of a ${Buffer.byteLength(receiver.sample?.body ?? '')}-byte delivery body ` +
+          `in ${CLIENT_SECONDS} s, ${raw.concurrency} in flight, ${keepAlive ? 'connections kept alive' : 'a new connection each'}; ${raw.errors} errors`,
+      );
+      report({
+        name: `webhooks deliveries/s, backlog of ${burst.length * SUBS_PER_WORKSPACE}, ${keepAlive ? 'connections kept alive' : 'a new connection per attempt'} (${engine}${TLS ? ', https' : ''})`,
+        value: drainRate,
+        unit: 'deliveries/s',
+        ceiling: {
+          value: raw.rps,
+          unit: `POSTs/s raw node:http client, ${keepAlive ? 'keep-alive agent' : 'agent: false'}`,
+        },
+        target: 'info',
+      });
+      return { burst, b, drainRate };
+    };
+    const closing = await backlog(false, EVENTS);
+    const kept = await backlog(true, EVENTS + BURST);
+    receiver.closeEach = false;
     report({
-      name: `webhooks deliveries/s, backlog of ${burst.length * SUBS_PER_WORKSPACE} (${engine})`,
-      value: drainRate,
+      name: `webhooks keep-alive: backlog deliveries/s kept alive over a new connection per attempt (${engine}${TLS ? ', https' : ''})`,
+      value: kept.drainRate,
       unit: 'deliveries/s',
-      ceiling: { value: raw.rps, unit: 'POSTs/s raw node:http client' },
+      ceiling: { value: closing.drainRate, unit: 'deliveries/s with a new connection per attempt' },
       target: 'info',
     });
+    if (RATE * SUBS_PER_WORKSPACE > 0.9 * kept.drainRate) {
+      note(
+        `${engine}: the steady phase offered ${RATE * SUBS_PER_WORKSPACE} deliveries/s, near or above the ` +
+          `${kept.drainRate.toFixed(0)}/s the service drains: its latency is mostly queueing`,
+      );
+    }
+    const b = {
+      missing: closing.b.missing + kept.b.missing,
+      duplicateDeliveries: closing.b.duplicateDeliveries + kept.b.duplicateDeliveries,
+      doubleFanOut: closing.b.doubleFanOut + kept.b.doubleFanOut,
+      unexpected: closing.b.unexpected + kept.b.unexpected,
+      unique: closing.b.unique + kept.b.unique,
+      expected: closing.b.expected + kept.b.expected,
+    };
+    const burst = [...closing.burst, ...kept.burst];
     const ours = new Set([...steady, ...burst].map((e) => e.eventId));
     const foreign = receiver.receipts.filter((r) => !ours.has(r.sourceEventId)).length;
     if (foreign > 0) note(`${engine}: ${foreign} deliveries of facts the bench did not cause`);
@@ -554,6 +643,7 @@ async function measureEngine(engine: EngineName): Promise<void> {
   } finally {
     await svc.stop();
     await receiver.close();
+    certificate?.remove();
   }
 }
 

@@ -7,7 +7,7 @@ CREATE TABLE events (
   -- The public id (evt_…), returned in the 202.
   id text NOT NULL UNIQUE,
   workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
-  -- Client de-duplication key (contract §4); unique per workspace when present.
+  -- Client de-duplication key (docs/ingestion.md); unique per workspace when present.
   message_id text,
   event_type text NOT NULL,
   event_name text NOT NULL,

@@ -8,7 +8,7 @@ CREATE TABLE orders (
   workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
   -- The merchant's order id: one order per id and workspace, so a re-sent event changes nothing.
   order_id text NOT NULL,
-  -- Erasing a profile keeps the order for the books but drops its personal link (contract §5).
+  -- Erasing a profile keeps the order for the books but drops its personal link (docs/profiles.md).
   profile_id uuid REFERENCES profiles (id) ON DELETE SET NULL,
   status text NOT NULL,
   total numeric(18, 2) NOT NULL CHECK (total >= 0),

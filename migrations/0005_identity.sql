@@ -36,7 +36,7 @@ CREATE INDEX identity_edges_to_idx ON identity_edges (to_node);
 -- Merged-away profiles per survivor (merge cap, graph, erasure).
 CREATE INDEX profiles_merged_into_idx ON profiles (merged_into) WHERE merged_into IS NOT NULL;
 
--- Every field-level change of a profile (spec rule 4): GET /tenant/profiles/{id}/lineage.
+-- Every field-level change of a profile (docs/profiles.md, lineage): GET /tenant/profiles/{id}/lineage.
 -- No foreign keys: the worker writes thousands of rows per batch and a per-row key check measured
 -- 40% of the insert; erasure deletes a profile's lineage explicitly and merges move it.
 CREATE TABLE profile_lineage (

@@ -2,7 +2,8 @@
 # The whole test gate: lint, types, then the suite on PGlite and again on PostgreSQL (plus Redis).
 # PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) and Redis at
 # TEST_REDIS_URL (default redis://127.0.0.1:6379) are used when reachable; under CI=true they are
-# required, so a CI run can never silently test only one engine.
+# required, so a CI run can never silently test only one engine; the summary (scripts/summarize.mjs)
+# also fails a CI run in which a test was skipped for a missing service (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,7 @@ echo "== lint (biome)"
 npx --no-install biome check .
 echo "== typecheck (tsc)"
 npx --no-install tsc -p tsconfig.json
+npx --no-install tsc -p web/tsconfig.json   # the console (web/), its own DOM + JSX settings
 
 have_pg=0; have_redis=0
 node scripts/probe.mjs pg "$PG_URL" && have_pg=1 || true

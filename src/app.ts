@@ -1,26 +1,36 @@
 import type http from 'node:http';
 import type https from 'node:https';
+import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyHttpOptions, type FastifyHttpsOptions, LogController } from 'fastify';
-import { listBrowserOriginPatterns, registerApiKeyRoutes } from './modules/api-keys';
+import { registerCommandRoutes } from './commands.routes';
+import { registerConsoleStatsRoutes } from './console-stats';
+import { registerAccountRoutes } from './modules/accounts';
+import { registerApiKeyRoutes } from './modules/api-keys';
 import { registerCommerceRoutes } from './modules/commerce/commerce.routes';
-import { registerIdentityRoutes } from './modules/identity/identity.routes';
+import {
+  DEFAULT_CONSOLE_DIR,
+  registerConsoleSite,
+  registerSessionRoutes,
+  registerStreamRoutes,
+} from './modules/console';
 import { registerIngestRoutes } from './modules/ingest/ingest.routes';
 import { registerIntelligenceRoutes } from './modules/intelligence';
 import { registerDeadLetterRoutes } from './modules/processing/dead-letters.routes';
 import { registerProfileRoutes } from './modules/profiles/profiles.routes';
 import { registerSegmentRoutes } from './modules/segments/segments.routes';
 import { registerSystemRoutes } from './modules/system/system.routes';
+import { registerTrackingRoutes } from './modules/tracking';
 import { registerWebhookRoutes } from './modules/webhooks';
 import { registerSettingsRoutes } from './modules/workspaces';
 import { registerWorkspaceRoutes } from './modules/workspaces/workspaces.routes';
 import { stacklessError } from './platform/errors';
 import { createAuthHooks } from './platform/http/auth-hook';
-import { createOriginPolicy, createPreflightHandler } from './platform/http/cors';
+import { createPreflightHandler } from './platform/http/cors';
 import { ErrorEnvelopeSchema } from './platform/http/envelope';
 import {
   clientErrorHandler,
@@ -28,11 +38,13 @@ import {
   errorHandler,
   frameworkErrorHandler,
 } from './platform/http/errors-handler';
+import { slowClientLimits } from './platform/http/front-door';
 import { registerJsonBodyParser } from './platform/http/json-body';
 import { createRouteRegistry } from './platform/http/route-registry';
 import { registerTextRule } from './platform/http/text-rule';
 import { createHttpsRequiredHook, installDrainGuard } from './platform/http/transport';
 import type { App, AppDeps } from './platform/http/types';
+import { registerIdentityRoutes, registerProfileWriteRoutes } from './workflows';
 
 export const API_VERSION = '1.0.0';
 /** Default body limit; ingest routes set their own (32 KiB single, 4 MiB batch). */
@@ -53,20 +65,11 @@ function makeValidators() {
 
 export interface BuildOptions {
   https?: { cert: Buffer; key: Buffer } | null;
-}
-
-/**
- * Node's own slow-client limits. A request (headers and body) must arrive whole within
- * BODY_TIMEOUT_MS (Fastify's default, 0, lets a body trickle in forever); Node then raises
- * ERR_HTTP_REQUEST_TIMEOUT and clientErrorHandler answers 408 in the envelope and closes the
- * connection. Node checks its connections on an interval (30 s by default, too coarse for a
- * deadline), so the check runs at a tenth of the timeout, at most once a second.
- */
-function slowClientLimits(bodyTimeoutMs: number) {
-  return {
-    headersTimeout: Math.min(60_000, bodyTimeoutMs),
-    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(bodyTimeoutMs / 10))),
-  };
+  /**
+   * A server already listening (`cdp start` binds its port first, platform/http/front-door.ts):
+   * the app adopts it instead of creating its own, and its owner hands it the requests.
+   */
+  server?: http.Server | https.Server | null;
 }
 
 /** A request id for the log lines of one request: a counter, unique within the process (cheap). */
@@ -102,20 +105,28 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     schemaErrorFormatter: () => stacklessError('request validation failed'),
   };
   // With TLS the server is an https.Server; routes and hooks are the same, so one App type serves both.
-  const server = opts.https
-    ? Fastify({ ...(fastifyOpts as FastifyHttpsOptions<https.Server>), https: { ...opts.https, ...limits } })
-    : Fastify(fastifyOpts);
+  const adopted = opts.server;
+  const server = adopted
+    ? Fastify({ ...fastifyOpts, serverFactory: () => adopted as http.Server })
+    : opts.https
+      ? Fastify({
+          ...(fastifyOpts as FastifyHttpsOptions<https.Server>),
+          https: { ...opts.https, ...limits },
+        })
+      : Fastify(fastifyOpts);
   const app = server.withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(makeValidators());
   app.setErrorHandler(errorHandler);
   // Every route is recorded as it is registered (routeList: what the route test matrix runs).
-  const routes = createRouteRegistry(
-    app,
-    createPreflightHandler(createOriginPolicy(() => listBrowserOriginPatterns(deps.db))),
-  );
+  const routes = createRouteRegistry(app, createPreflightHandler(deps.origins));
   app.decorate('routeList', routes.routes);
-  app.setNotFoundHandler(createNotFoundHandler(routes));
+  // The web console answers what no route does, outside the API's paths (modules/console/site.ts).
+  const site = await registerConsoleSite(app, {
+    dir: deps.config.consoleDir ?? DEFAULT_CONSOLE_DIR,
+    log: deps.log,
+  });
+  app.setNotFoundHandler(site.notFound(createNotFoundHandler(routes)));
   app.decorateRequest('principal', null);
   app.addSchema(ErrorEnvelopeSchema);
   registerJsonBodyParser(app);
@@ -125,6 +136,9 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   installDrainGuard(app);
   // Behind a TLS-terminating proxy, plain HTTP reaching us directly is refused (health checks aside).
   if (deps.config.trustProxy && !opts.https) app.addHook('onRequest', createHttpsRequiredHook());
+  // Writes the console's session cookie (reply.setCookie); the auth hook reads it itself, so no
+  // parsing hook runs on requests that carry no session (platform/http/session-cookie.ts).
+  await app.register(fastifyCookie, { hook: false });
   // Principals: from the headers before the body is read; a body `writeKey` after it is parsed.
   const auth = createAuthHooks(deps);
   app.addHook('onRequest', auth.onRequest);
@@ -144,6 +158,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       components: {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          // The console's sign-in (POST /tenant/session); state changes also need X-CSRF-Token.
+          consoleSession: { type: 'apiKey', in: 'cookie', name: 'cdp_session' },
           operatorToken: { type: 'http', scheme: 'bearer' },
           // Segment-style write keys; the third way, `writeKey` in the body, is a body field.
           basicAuth: {
@@ -161,16 +177,23 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   // The map of the service: every module, registered explicitly.
   registerSystemRoutes(app, deps);
   registerWorkspaceRoutes(app, deps);
+  registerCommandRoutes(app, deps);
   registerSettingsRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerIngestRoutes(app, deps);
+  registerTrackingRoutes(app, deps);
   registerCommerceRoutes(app, deps);
+  registerAccountRoutes(app, deps);
   registerProfileRoutes(app, deps);
+  registerProfileWriteRoutes(app, deps);
   registerIdentityRoutes(app, deps);
   registerSegmentRoutes(app, deps);
   registerIntelligenceRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+  registerSessionRoutes(app, deps);
+  registerConsoleStatsRoutes(app, deps);
+  registerStreamRoutes(app, deps);
 
   return app;
 }

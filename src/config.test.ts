@@ -54,8 +54,10 @@ describe('loadConfig', () => {
       SHUTDOWN_TIMEOUT_MS: '5000',
       BODY_TIMEOUT_MS: '120000',
       DATABASE_STATEMENT_TIMEOUT_MS: '30000',
+      CONSOLE_DIR: '/srv/cdp-console',
     });
     expect(c).toMatchObject({
+      consoleDir: '/srv/cdp-console',
       workerBatchSize: 64,
       workerLoops: 1,
       shutdownTimeoutMs: 5000,
@@ -120,7 +122,7 @@ describe('loadConfig', () => {
     expect(refusal({ TLS_KEY_FILE: '/etc/cdp/key.pem' })).toMatch(/TLS_CERT_FILE and TLS_KEY_FILE/);
   });
 
-  describe('plain HTTP only on loopback or behind a trusted proxy (contract §10)', () => {
+  describe('plain HTTP only on loopback or behind a trusted proxy (docs/operations.md, "TLS and proxies")', () => {
     it.each(['0.0.0.0', '::', '10.1.2.3', 'api.example.com'])(
       'refuses HOST=%s without TLS or TRUST_PROXY',
       (host) => {

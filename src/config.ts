@@ -36,6 +36,8 @@ const ConfigSchema = Type.Object({
   workerBatchSize: Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()]),
   /** Claiming loops per worker process; null = the engine's default (processing.policy.ts). */
   workerLoops: Type.Union([Type.Integer({ minimum: 1, maximum: 8 }), Type.Null()]),
+  /** The built web console served at `/`; null = web/dist of this checkout (docs/console.md). */
+  consoleDir: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -81,6 +83,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     ),
     workerBatchSize: env.WORKER_BATCH_SIZE ? toInt('WORKER_BATCH_SIZE', env.WORKER_BATCH_SIZE, 0) : null,
     workerLoops: env.WORKER_LOOPS ? toInt('WORKER_LOOPS', env.WORKER_LOOPS, 0) : null,
+    consoleDir: orNull(env.CONSOLE_DIR),
   };
   const errors = [...Value.Errors(ConfigSchema, candidate)];
   if (errors.length > 0) {
@@ -127,6 +130,7 @@ const ENV_NAMES: Record<string, string> = {
   workerBatchSize: 'WORKER_BATCH_SIZE',
   workerLoops: 'WORKER_LOOPS',
   databaseStatementTimeoutMs: 'DATABASE_STATEMENT_TIMEOUT_MS',
+  consoleDir: 'CONSOLE_DIR',
 };
 
 function envNameOf(instancePath: string): string {

@@ -1,8 +1,10 @@
+import { consoleHousekeeping } from './modules/console';
 import { registerIntelligenceJobs } from './modules/intelligence';
 import { registerSegmentJobs } from './modules/segments';
 import { registerWebhookJobs } from './modules/webhooks';
 import { createJobRunner, pruneJobsTask, registerMaintenance } from './platform/jobs';
 import type { WorkerModule } from './worker';
+import { registerRepairJobs } from './workflows';
 
 /** How long a SIGTERM waits for running jobs before releasing them to another process. */
 const JOBS_DRAIN_MS = 10_000;
@@ -11,7 +13,7 @@ const JOBS_DRAIN_MS = 10_000;
  * The shared job runner (platform/jobs) of a worker process: the queues of webhook deliveries,
  * segment refreshes and model fits register here as those capabilities land: today the segment
  * membership refreshes (modules/segments), the model fits and per-order rescoring
- * (modules/intelligence), the webhook fan-out and deliveries (modules/webhooks; its fan-out pump also
+ * (modules/intelligence), the one-off data repairs (workflows/repair.ts), the webhook fan-out and deliveries (modules/webhooks; its fan-out pump also
  * starts and stops here) and the maintenance schedule (pruning finished jobs and vacuuming their table).
  */
 export const jobsWorker: WorkerModule = {
@@ -19,8 +21,10 @@ export const jobsWorker: WorkerModule = {
   async start(deps) {
     const runner = createJobRunner({ db: deps.db, log: deps.log });
     await registerMaintenance(runner, pruneJobsTask());
+    await registerMaintenance(runner, consoleHousekeeping());
     await registerSegmentJobs(runner, { log: deps.log });
     await registerIntelligenceJobs(runner, { log: deps.log, settings: deps.settings });
+    registerRepairJobs(runner, { log: deps.log });
     const stopPump = await registerWebhookJobs(runner, {
       db: deps.db,
       log: deps.log,

@@ -1,4 +1,5 @@
 import type { KeyResolver } from './modules/api-keys';
+import type { SessionStore } from './modules/console';
 import type { EventWriter } from './modules/ingest/ingest.service';
 import type { SettingsStore } from './modules/workspaces';
 
@@ -14,5 +15,7 @@ declare module './platform/http/types' {
     events: EventWriter;
     /** The one accessor of workspace settings, cached per process, changes propagated (modules/workspaces). */
     settings: SettingsStore;
+    /** Console sign-in sessions (modules/console): the cookie principal's store. */
+    sessions: SessionStore;
   }
 }

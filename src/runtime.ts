@@ -1,23 +1,31 @@
 import { readFileSync } from 'node:fs';
+import type http from 'node:http';
+import type https from 'node:https';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { buildApp } from './app';
 import { type Config, ConfigError } from './config';
 import {
+  browserOriginSource,
   type CreatedApiKey,
   createKeyResolver,
   type RevocationBroadcast,
   SECRET_SHAPE,
 } from './modules/api-keys';
+import { createSessionStore } from './modules/console';
 import { createEventWriter } from './modules/ingest/ingest.service';
 import { createSettingsStore } from './modules/workspaces';
 import { bootstrapDefaultWorkspace, loadCursorSecret } from './modules/workspaces/workspaces.service';
 import { createCursorCodec } from './platform/cursor';
 import { type Db, openDb } from './platform/db';
 import { migrate } from './platform/db/migrate';
+import { createOriginIndex } from './platform/http/cors';
+import type { StartPhase } from './platform/http/front-door';
 import { keyResolvers } from './platform/http/key-credentials';
 import { createRateLimits } from './platform/http/rate-limit';
+import { sessionCookie } from './platform/http/session-cookie';
 import type { App, AppDeps } from './platform/http/types';
+import { createStartReport } from './start-report';
 import { startWorkers } from './worker';
 
 export interface Runtime {
@@ -28,6 +36,11 @@ export interface Runtime {
   bootstrap: { workspaceId: string; apiKey: CreatedApiKey } | null;
   /** Stops in order: HTTP (drains in-flight requests), the event writer, workers, then storage. */
   stop(opts?: StopOptions): Promise<void>;
+  /**
+   * Starts the background workers (ROLE=worker|all) if they are not running yet. createRuntime
+   * starts them itself unless told `workers: 'later'` (`cdp start` serves first).
+   */
+  startWorkers(): Promise<void>;
   /**
    * True once stop() has seen every event write the writer accepted committed (or failed): from
    * then on nothing a client may have been told is stored depends on this process any more.
@@ -46,6 +59,12 @@ export interface StopOptions {
 export interface RuntimeOptions {
   /** An already open database (tests pass theirs); otherwise one is opened from the config. */
   db?: Db;
+  /** A server already listening, for the app to adopt (platform/http/front-door.ts). */
+  server?: http.Server | https.Server | null;
+  /** Hears each step of the start (what /ready says meanwhile). */
+  onPhase?: (phase: StartPhase, text: string) => void;
+  /** 'later': the workers wait for startWorkers(), so that nothing they do delays serving. */
+  workers?: 'now' | 'later';
 }
 
 /** Wires config → storage → migrations → bootstrap → roles. Used by `cdp start` and by tests. */
@@ -60,11 +79,13 @@ export async function createRuntime(
       'CDP_INITIAL_ADMIN_KEY must be cdp_sk_ followed by at least 43 characters of A-Z a-z 0-9 _ -',
     );
   }
-  const db = opts.db ?? (await openDb(config));
+  const report = createStartReport(log, opts.onPhase);
+  const db = opts.db ?? (await openDb(config, { onProgress: report.open }));
   const closers: Array<() => Promise<void>> = [];
   try {
-    const applied = await migrate(db);
+    const applied = await migrate(db, undefined, { onProgress: report.migrate });
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    report.loading();
 
     const created = await bootstrapDefaultWorkspace(db, config.initialAdminKey);
     const cursors = createCursorCodec(await loadCursorSecret(db));
@@ -108,7 +129,17 @@ export async function createRuntime(
     await keys.start();
     closers.push(() => keys.stop());
 
+    // The origins preflights are answered for: loaded whole once, then kept up to date by changes.
+    const origins = createOriginIndex(browserOriginSource(db, { watching: () => keys.stats().trusted }), {
+      log,
+    });
+    if (config.role !== 'worker') {
+      await origins.start();
+      closers.push(() => origins.stop());
+    }
+
     const events = createEventWriter(db, log);
+    const sessions = createSessionStore(db, keys);
     const deps: AppDeps = {
       config,
       db,
@@ -116,9 +147,12 @@ export async function createRuntime(
       cursors,
       keys,
       settings,
-      // X-API-Key, then the Segment ways (Basic auth, body writeKey) on ingest routes.
-      principals: keyResolvers(keys),
+      // X-API-Key, then the Segment ways (Basic auth, body writeKey) on ingest routes, then the
+      // console's session cookie (ignored when the request carries a key).
+      principals: [...keyResolvers(keys), sessionCookie(sessions)],
+      sessions,
       limits: createRateLimits(redis, { keyPrefix: `cdp:${namespace}:rl` }),
+      origins,
       redis,
       events,
     };
@@ -129,13 +163,26 @@ export async function createRuntime(
         config.tlsCertFile && config.tlsKeyFile
           ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) }
           : null;
-      app = await buildApp(deps, { https });
+      app = await buildApp(deps, { https, server: opts.server ?? null });
       await app.ready();
     }
-    if (config.role !== 'api') {
-      const stopWorkers = await startWorkers(deps);
-      closers.push(stopWorkers);
-    }
+    let stopWorkers: (() => Promise<void>) | null = null;
+    let workersStarting: Promise<void> | null = null;
+    const startWorkersOnce = () => {
+      workersStarting ??=
+        config.role === 'api'
+          ? Promise.resolve()
+          : startWorkers(deps).then((stop) => {
+              stopWorkers = stop;
+            });
+      return workersStarting;
+    };
+    // A stop while the workers are still starting waits for them, then stops them.
+    closers.push(async () => {
+      await workersStarting?.catch(() => {});
+      await stopWorkers?.();
+    });
+    if (opts.workers !== 'later') await startWorkersOnce();
     // Closers run in reverse: after HTTP has closed, acknowledged-but-queued events are committed
     // before the workers stop and the database closes.
     let eventsDrained = false;
@@ -150,6 +197,7 @@ export async function createRuntime(
       app,
       bootstrap: created ? { workspaceId: created.workspace.id, apiKey: created.api_key } : null,
       eventsDrained: () => eventsDrained,
+      startWorkers: startWorkersOnce,
       async stop(stopOpts = {}) {
         if (stopped) return;
         stopped = true;
@@ -211,8 +259,14 @@ async function drainHttp(app: App, log: Logger, closeAfterMs?: number): Promise<
             app.server.closeAllConnections();
           });
         }, closeAfterMs);
+  // Fastify closes only a server it listened on itself; an adopted one (front-door.ts) is closed
+  // here, and the drain ends when its last connection has.
+  const serverClosed = app.server.listening
+    ? new Promise<void>((resolve) => app.server.close(() => resolve()))
+    : null;
   try {
     await app.close();
+    await serverClosed;
   } finally {
     clearInterval(sweep);
     if (force) clearTimeout(force);

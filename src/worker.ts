@@ -1,12 +1,9 @@
 import { jobsWorker } from './jobs.worker';
 import { processingWorker } from './modules/processing/processing.worker';
 import type { AppDeps } from './platform/http/types';
+import type { WorkerModule } from './platform/worker-module';
 
-/** A background loop run by ROLE=worker|all. start() returns its stop function. */
-export interface WorkerModule {
-  name: string;
-  start(deps: AppDeps): Promise<() => Promise<void>>;
-}
+export type { WorkerModule };
 
 /** Every background worker, registered explicitly (like the routes in app.ts). */
 export const WORKERS: WorkerModule[] = [processingWorker, jobsWorker];

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { testEnv } from './harness';
+import { waitUntil } from './wait';
 
 /**
  * The real service as a child process (`node bin/cdp.mjs …`), for what only separate processes
@@ -27,7 +28,7 @@ export interface ServiceProcess {
   /** `http://127.0.0.1:<port>`; null for ROLE=worker. */
   url: string | null;
   pid: number;
-  /** Milliseconds from spawn to the first 200 from /health (or to `worker running`). */
+  /** Milliseconds from spawn to the first 200 from /ready (or to `worker running`). */
   startupMs: number;
   stdout(): string;
   stderr(): string;
@@ -69,7 +70,8 @@ function exitOf(child: ChildProcess): Promise<Exit> {
   });
 }
 
-const parseLogs = (text: string): Array<Record<string, unknown>> =>
+/** The JSON log lines in a service's output. */
+export const parseLogs = (text: string): Array<Record<string, unknown>> =>
   text
     .split('\n')
     .filter((l) => l.startsWith('{'))
@@ -81,10 +83,13 @@ const parseLogs = (text: string): Array<Record<string, unknown>> =>
       }
     });
 
-/** Starts `cdp start` and waits until it serves (/health 200), or until a worker says it runs. */
+/**
+ * Starts `cdp start` and waits until it serves (/ready 200), or until a worker says it runs;
+ * `until: 'port'` returns as soon as the port is bound (`cdp listening`), while it still starts.
+ */
 export async function startService(
   env: Record<string, string>,
-  opts: { timeoutMs?: number } = {},
+  opts: { timeoutMs?: number; until?: 'ready' | 'port' } = {},
 ): Promise<ServiceProcess> {
   const t0 = performance.now();
   const timeoutMs = opts.timeoutMs ?? 60_000;
@@ -103,35 +108,43 @@ export async function startService(
     dead = e;
   });
 
-  const fail = (why: string): never => {
-    child.kill('SIGKILL');
-    throw new Error(`cdp start ${why}\n--- stdout\n${out}\n--- stderr\n${err}`);
+  const output = () => `--- stdout\n${out}\n--- stderr\n${err}`;
+  const alive = () => {
+    if (dead) throw new Error(`cdp start exited early (${JSON.stringify(dead)})\n${output()}`);
   };
+  const left = () => Math.max(0, timeoutMs - (performance.now() - t0));
 
   let url: string | null = null;
-  for (;;) {
-    if (dead) fail(`exited early (${JSON.stringify(dead)})`);
-    if (performance.now() - t0 > timeoutMs) fail(`did not start within ${timeoutMs} ms`);
-    const logs = parseLogs(out);
-    const listening = logs.find((l) => l.msg === 'cdp listening');
-    if (listening) {
-      url = String(listening.address);
-      break;
-    }
-    if (logs.some((l) => l.msg === 'cdp worker running')) break;
-    await sleep(25);
-  }
-  if (url) {
-    for (;;) {
-      if (dead) fail(`exited early (${JSON.stringify(dead)})`);
-      if (performance.now() - t0 > timeoutMs) fail(`did not answer /health within ${timeoutMs} ms`);
-      const ok = await fetch(`${url}/health`).then(
-        (r) => r.status === 200,
-        () => false,
+  try {
+    // Listening (its address in the log line), or, for ROLE=worker, its worker running.
+    const started = await waitUntil(
+      () => {
+        alive();
+        const logs = parseLogs(out);
+        const listening = logs.find((l) => l.msg === 'cdp listening');
+        if (listening) return { url: String(listening.address) };
+        return logs.some((l) => l.msg === 'cdp worker running') && { url: null };
+      },
+      { what: 'cdp start to listen or run its worker', timeoutMs: left(), intervalMs: 25, detail: output },
+    );
+    url = started.url;
+    if (url && opts.until !== 'port') {
+      // The port answers at once; /ready says when the start is done (storage, migrations, app).
+      const ready = `${url}/ready`;
+      await waitUntil(
+        async () => {
+          alive();
+          return fetch(ready).then(
+            (r) => r.status === 200,
+            () => false,
+          );
+        },
+        { what: `${ready} to answer 200`, timeoutMs: left(), intervalMs: 25, detail: output },
       );
-      if (ok) break;
-      await sleep(25);
     }
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
   }
   const startupMs = Math.round(performance.now() - t0);
 
@@ -231,8 +244,6 @@ export async function request(
   }
   return { status: res.status, headers: res.headers, body };
 }
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Kills every child still running (afterAll of each file; the exit hook is the last resort). */
 export function killAllChildren(): void {

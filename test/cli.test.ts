@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -7,6 +8,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { loadMigrations } from '../src/platform/db/migrate';
 import { killAllChildren, request, runCli, type ServiceProcess, serviceEnv, startService } from './child';
 import { dropSchema, ENGINE } from './harness';
+import { waitUntil } from './wait';
 
 // Each test spawns whole services (seconds each on a busy 2-core machine): allow for it.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
@@ -59,13 +61,23 @@ function expectUsageError(res: { code: number | null; stderr: string; stdout: st
 describe('cdp without a database', () => {
   const env = { LOG_LEVEL: 'info', DATA_DIR: ':memory:' };
 
-  it('prints its usage for --help and exits 0', async () => {
-    const res = await runCli(['--help'], env);
+  it.each([['--help'], ['-h'], ['help']])('prints its usage for `cdp %s` and exits 0', async (arg) => {
+    const res = await runCli([arg], env);
     expect(res.code).toBe(0);
     expect(res.stdout).toContain('usage: cdp <command>');
     for (const cmd of ['start', 'migrate', 'workspace create NAME', 'key create --workspace ID']) {
       expect(res.stdout).toContain(cmd);
     }
+  });
+
+  it('prints its own usage, not npm’s, for `npx cdp --help` as the README says to run it', () => {
+    const res = spawnSync('npx', ['--no-install', 'cdp', '--help'], {
+      cwd: join(import.meta.dirname, '..'),
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+    });
+    expect(res.status).toBe(0);
+    expect(res.stdout).toContain('usage: cdp <command>');
   });
 
   const label = (args: string[]) =>
@@ -274,5 +286,73 @@ describe(`cdp migrate, workspace create, key create (${ENGINE})`, () => {
     } finally {
       blocker.close();
     }
+  });
+});
+
+describe(`cdp commands beside a running service (${ENGINE})`, () => {
+  // The service's port is its own (PORT=0 here); the commands below are run without PORT, as a user
+  // types them in another terminal. On PGlite they go through the service, on PostgreSQL straight
+  // to the database: either way the running service sees what they did.
+  const adminKey = `cdp_sk_${randomBytes(32).toString('base64url')}`;
+  const env = emptyDbEnv({ CDP_INITIAL_ADMIN_KEY: adminKey });
+  const cliEnv = { ...env };
+  delete cliEnv.PORT;
+  delete cliEnv.HOST;
+  let svc: ServiceProcess;
+
+  it('loads the demo customers, which the service’s own API then shows', async () => {
+    svc = await start(env);
+    const res = await runCli(['demo', '--customers', '20', '--seed', '3'], cliEnv);
+    expect(res.code, res.stderr).toBe(0);
+    const summary = res.stdout.match(/(\d+) events queued in [\d.]+ s \(20 customers, (\d+) orders\)/);
+    expect(summary, res.stdout).not.toBeNull();
+    const orders = Number(summary![2]);
+    expect(orders).toBeGreaterThan(0);
+
+    // The running service processes them: every completed order shows up in its API.
+    let seen = 0;
+    await waitUntil(
+      async () => {
+        const page = await request(svc.url!, 'GET', '/tenant/orders?status=completed&limit=500', {
+          key: adminKey,
+        });
+        expect(page.status).toBe(200);
+        seen = page.body.data.length;
+        return seen >= orders;
+      },
+      {
+        what: `the ${orders} completed orders in the API`,
+        timeoutMs: 60_000,
+        intervalMs: 100,
+        detail: () => `${seen} so far`,
+      },
+    );
+    expect(seen).toBe(orders);
+  });
+
+  it('creates a workspace and a key, and changes settings, all in effect in the running service', async () => {
+    const ws = await runCli(['workspace', 'create', 'Beside'], cliEnv);
+    expect(ws.code, ws.stderr).toBe(0);
+    const created = JSON.parse(ws.stdout);
+    const key = await runCli(
+      ['key', 'create', '--workspace', created.workspace.id, '--scopes', 'viewer', '--name', 'beside'],
+      cliEnv,
+    );
+    expect(key.code, key.stderr).toBe(0);
+    const viewerKey = JSON.parse(key.stdout).api_key as string;
+    expect((await request(svc.url!, 'GET', '/tenant/profiles?limit=1', { key: viewerKey })).status).toBe(200);
+
+    const set = await runCli(['settings', 'set', 'churn_threshold=0.55', '--workspace', 'Beside'], cliEnv);
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout).settings.churn_threshold).toBe(0.55);
+    const get = await runCli(['settings', 'get', '--workspace', 'Beside'], cliEnv);
+    expect(JSON.parse(get.stdout).settings.churn_threshold).toBe(0.55);
+    const seen = await request(svc.url!, 'GET', '/tenant/settings', { key: created.api_key.api_key });
+    expect(seen.body.data.churn_threshold).toBe(0.55);
+
+    const jobs = await runCli(['jobs'], cliEnv);
+    expect(jobs.code, jobs.stderr).toBe(0);
+    expect(JSON.parse(jobs.stdout)).toHaveProperty('counts');
+    expect((await svc.stop()).code).toBe(0);
   });
 });

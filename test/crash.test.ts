@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,9 +10,11 @@ import { createLogger } from '../src/platform/logger';
 import { createRuntime, type Runtime } from '../src/runtime';
 import { WORKERS } from '../src/worker';
 import { dropSchema, freshSchemaName } from './harness';
+import { createIngestKeys, startIngestLoad, unkeptAcks } from './ingest-load';
+import { letTimePass, waitUntil } from './wait';
 
 /**
- * The durability promise of contract §4, tested the hard way: a real `cdp start` process takes
+ * The durability promise (docs/ingestion.md: a 202 means stored), tested the hard way: a real `cdp start` process takes
  * events from many concurrent clients and is killed with SIGKILL mid-stream (no drain, no
  * shutdown hook). Restarted on the same data, every event it had acknowledged with a 202 must be
  * there exactly once, and (when the processing worker is registered) applied exactly once.
@@ -45,7 +47,7 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** Spawns `cdp start` and resolves with its address once it logs that it listens. */
+/** Spawns `cdp start` and resolves with its address once it logs that it is ready. */
 function startChild(): Promise<{ proc: ChildProcess; url: string }> {
   const proc = spawn(process.execPath, [join(ROOT, 'bin', 'cdp.mjs'), 'start'], {
     cwd: ROOT,
@@ -62,7 +64,7 @@ function startChild(): Promise<{ proc: ChildProcess; url: string }> {
     proc.once('exit', (code) => reject(new Error(`cdp start exited (${code})\n${out}\n${err}`)));
     proc.stdout!.setEncoding('utf8').on('data', (d: string) => {
       out += d;
-      const m = /"msg":"cdp listening"/.test(out) && /"address":"(http:\/\/[^"]+)"/.exec(out);
+      const m = /"msg":"cdp ready"/.test(out) && /"address":"(http:\/\/[^"]+)"/.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve({ proc, url: m[1]! });
@@ -71,102 +73,32 @@ function startChild(): Promise<{ proc: ChildProcess; url: string }> {
   });
 }
 
-interface Ack {
-  eventId: string;
-  messageId: string;
-  identity: string;
-}
-
-const post = async (url: string, key: string, body: unknown) => {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-};
-
-/** One client: single events and small batches, unique message ids, until told to stop or cut off. */
-async function client(
-  n: number,
-  base: string,
-  key: string,
-  acks: Ack[],
-  state: { stop: boolean; cutOff: number; refused: number },
-) {
-  const identity = `client-${n}@crash.test`;
-  for (let i = 0; !state.stop; i++) {
-    const size = i % 3 === 2 ? 1 + (i % 5) : 0; // every third request a batch of 1–5
-    const events = Array.from({ length: Math.max(1, size) }, (_, j) => ({
-      event_type: 'track',
-      event_name: 'Crash Test',
-      identity,
-      anonymous_id: randomUUID(),
-      payload: { client: n, seq: i, part: j },
-      message_id: `c${n}-r${i}-e${j}`,
-    }));
-    try {
-      if (size === 0) {
-        const res = await post(`${base}/api/ingest`, key, events[0]);
-        if (res.status === 202)
-          acks.push({ eventId: String(res.body.event_id), messageId: events[0]!.message_id, identity });
-        else state.refused++;
-      } else {
-        const res = await post(`${base}/tenant/ingest/batch`, key, events);
-        if (res.status === 202) {
-          const ids = res.body.event_ids as string[];
-          ids.forEach((eventId, j) => {
-            acks.push({ eventId, messageId: events[j]!.message_id, identity });
-          });
-        } else state.refused++;
-      }
-    } catch {
-      // The connection died with the process: this request was never acknowledged.
-      state.cutOff++;
-      return;
-    }
-  }
-}
-
 describe('crash safety of ingestion', () => {
   it('keeps every acknowledged event, exactly once, across a SIGKILL', async () => {
     const started = await startChild();
     child = started.proc;
     const base = started.url;
 
-    // One key per client: each has its own rate-limit budget, far above what it sends here.
-    const keys = await Promise.all(
-      Array.from({ length: CLIENTS }, async (_, i) => {
-        const res = await post(`${base}/tenant/apikeys`, adminKey, {
-          name: `crash ${i}`,
-          scopes: ['ingest'],
-        });
-        expect(res.status).toBe(200);
-        return String((res.body.data as { api_key: string }).api_key);
-      }),
-    );
-
-    const acks: Ack[] = [];
-    const state = { stop: false, cutOff: 0, refused: 0 };
-    const loops = keys.map((key, i) => client(i, base, key, acks, state));
+    const load = startIngestLoad(base, { keys: await createIngestKeys(base, adminKey, CLIENTS) });
+    // The load runs for at least MIN_LOAD_MS, then until MIN_ACKS were acknowledged (or MAX_LOAD_MS).
     const loadStart = Date.now();
-    while (
-      Date.now() - loadStart < MAX_LOAD_MS &&
-      (Date.now() - loadStart < MIN_LOAD_MS || acks.length < MIN_ACKS)
-    ) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await letTimePass(MIN_LOAD_MS, 'the crash must come in the middle of sustained ingest');
+    await waitUntil(() => load.acks.length >= MIN_ACKS || Date.now() - loadStart >= MAX_LOAD_MS, {
+      what: `${MIN_ACKS} acknowledged events`,
+      timeoutMs: MAX_LOAD_MS + 1000,
+      intervalMs: 50,
+    });
     const died = new Promise((r) => child!.once('exit', r));
     child.kill('SIGKILL');
     await died;
     child = null;
-    state.stop = true;
-    await Promise.all(loops);
+    await load.stop();
+    const acks = load.acks;
 
     expect(acks.length).toBeGreaterThanOrEqual(MIN_ACKS);
-    expect(state.refused).toBe(0);
+    expect(load.refused()).toBe(0);
     // Requests were in flight when the process died: the kill really happened mid-stream.
-    expect(state.cutOff).toBeGreaterThan(0);
+    expect(load.cutOff()).toBeGreaterThan(0);
 
     // Restart on the same data (in this process, through the same createRuntime as `cdp start`).
     const config = loadConfig({ ...env, LOG_LEVEL: 'silent', PORT: '0' });
@@ -174,16 +106,7 @@ describe('crash safety of ingestion', () => {
     const db = rt.deps.db;
 
     const ids = acks.map((a) => a.eventId);
-    const { rows } = await db.query<{ id: string; message_id: string; n: number }>(
-      `SELECT id, min(message_id) AS message_id, count(*)::int AS n
-         FROM events WHERE id = ANY($1::text[]) GROUP BY id`,
-      [ids],
-    );
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    const missing = acks.filter((a) => !byId.has(a.eventId));
-    expect(missing).toEqual([]);
-    expect(rows.every((r) => r.n === 1)).toBe(true);
-    expect(acks.every((a) => byId.get(a.eventId)!.message_id === a.messageId)).toBe(true);
+    expect(await unkeptAcks(db, acks)).toEqual({ missing: [], duplicated: [], wrongMessage: [] });
     const dup = await db.query(
       'SELECT message_id FROM events WHERE message_id IS NOT NULL GROUP BY workspace_id, message_id HAVING count(*) > 1',
     );
@@ -204,17 +127,23 @@ describe('crash safety of ingestion', () => {
 
     // Once a processing worker exists, every acknowledged event must also be applied exactly once.
     if (WORKERS.some((w) => /process/i.test(w.name))) {
-      const deadline = Date.now() + 8000;
       let pending = Number.POSITIVE_INFINITY;
-      while (pending > 0 && Date.now() < deadline) {
-        const r = await db.query<{ n: number }>(
-          'SELECT count(*)::int AS n FROM events e WHERE e.id = ANY($1::text[]) AND e.seq IN (SELECT seq FROM event_backlog)',
-          [ids],
-        );
-        pending = r.rows[0]!.n;
-        if (pending > 0) await new Promise((res) => setTimeout(res, 100));
-      }
-      expect(pending).toBe(0);
+      await waitUntil(
+        async () => {
+          const r = await db.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM events e WHERE e.id = ANY($1::text[]) AND e.seq IN (SELECT seq FROM event_backlog)',
+            [ids],
+          );
+          pending = r.rows[0]!.n;
+          return pending === 0;
+        },
+        {
+          what: 'every acknowledged event applied',
+          timeoutMs: 8000,
+          intervalMs: 100,
+          detail: () => ({ pending }),
+        },
+      );
       // One identity, one profile: no event was applied twice into a duplicate profile.
       const profiles = await db.query<{ identity: string; n: number }>(
         `SELECT e.identity, count(DISTINCT a.profile_id)::int AS n FROM events e JOIN event_profiles a ON a.seq = e.seq

@@ -4,7 +4,7 @@ import { ErrorEnvelopeSchema } from '../src/platform/http/envelope';
 import type { Reply } from './harness';
 
 /**
- * Asserts an error answer in the one envelope of contract §3: the status, the code, a JSON content
+ * Asserts an error answer in the one envelope of docs/api.md, "Envelope": the status, the code, a JSON content
  * type, `{status:"error", error_code, message, timestamp}` (+ optional details) and nothing else.
  */
 export function expectError(

@@ -8,13 +8,13 @@ import type { App } from '../src/platform/http/types';
 import { createLogger } from '../src/platform/logger';
 import { createRuntime, type Runtime } from '../src/runtime';
 
+export { ENGINE } from './skips';
+
 /**
  * Test harness: a whole service on its own database. With DATABASE_URL set it gets a fresh
  * PostgreSQL schema (dropped afterwards), otherwise an in-memory PGlite, so test files never see
  * each other's rows and CI can run the same suite on both engines.
  */
-export const ENGINE = process.env.DATABASE_URL ? 'postgres' : 'pglite';
-
 export interface TestWorkspace {
   id: string;
   adminKey: string;

@@ -1,6 +1,7 @@
 import { createPgliteDb } from '../src/platform/db/pglite';
 import { createPostgresDb } from '../src/platform/db/postgres';
 import { createJobRunner } from '../src/platform/jobs';
+import { letTimePass } from './wait';
 
 /**
  * A job-runner process for test/jobs-processes.test.ts: runs queue `work`, whose jobs record each
@@ -23,7 +24,7 @@ runner.register(
     ]);
     process.stdout.write(`started ${job.id}\n`);
     // Deliberately deaf to its abort signal: a drain must cope with handlers that do not listen.
-    await new Promise((r) => setTimeout(r, jobMs));
+    await letTimePass(jobMs, 'a job that takes JOB_MS');
     await db.query(
       'UPDATE job_runs SET finished_at = now() WHERE job_id = $1 AND pid = $2 AND attempt = $3',
       [job.id, process.pid, job.attempts],

@@ -6,6 +6,7 @@ import { buildApp } from '../src/app';
 import type { App } from '../src/platform/http/types';
 import { createLogger, describeError, redactDatabaseMessage } from '../src/platform/logger';
 import { ENGINE, startTestService, type TestService } from './harness';
+import { waitUntil } from './wait';
 
 /**
  * What the logs say and what they never say: database errors without the row data they quote,
@@ -30,13 +31,9 @@ const expectNoPii = (text: string) => {
   for (const value of PII) expect(text).not.toContain(value);
 };
 
-const waitFor = async (cond: () => boolean, ms = 5000) => {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
+/** Waits for a log line saying `msg` among `lines` (logs are written a moment after the answer). */
+const lineLogged = (lines: () => Line[], msg: string) =>
+  waitUntil(() => lines().some((l) => l.msg === msg), { what: `the log line "${msg}"`, timeoutMs: 5000 });
 
 let svc: TestService;
 beforeAll(async () => {
@@ -131,6 +128,8 @@ describe(`request log lines (${ENGINE})`, () => {
   let app: App;
   let port: number;
   const capture = captureLogger();
+  /** Request bodies the server has started to read (past authentication, into the parser). */
+  let bodiesRead = 0;
 
   beforeAll(async () => {
     app = await buildApp({ ...svc.rt.deps, log: capture.log });
@@ -142,6 +141,11 @@ describe(`request log lines (${ENGINE})`, () => {
     // A route whose storage is down, as every route is during an outage.
     app.get('/test/unavailable', { config: { auth: 'public' } }, async () => {
       throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '08006' });
+    });
+    // Marks the moment a body starts to be read: a hang-up after it is one in the middle of a body.
+    app.addHook('preParsing', async (_req, _reply, payload) => {
+      bodiesRead++;
+      return payload;
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = (app.server.address() as AddressInfo).port;
@@ -157,7 +161,7 @@ describe(`request log lines (${ENGINE})`, () => {
       body: '{}',
     });
     expect(res.status).toBe(500);
-    await waitFor(() => capture.lines.some((l) => l.msg === 'request failed'));
+    await lineLogged(() => capture.lines, 'request failed');
     const line = capture.lines.find((l) => l.msg === 'request failed')!;
     expect(line.level).toBe(50);
     expect(typeof line.reqId).toBe('string');
@@ -172,7 +176,7 @@ describe(`request log lines (${ENGINE})`, () => {
     const res = await fetch(`http://127.0.0.1:${port}/test/unavailable`);
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBeTruthy();
-    await waitFor(() => capture.lines.slice(before).some((l) => l.msg === 'request answered 503'));
+    await lineLogged(() => capture.lines.slice(before), 'request answered 503');
     const lines = capture.lines.slice(before);
     const line = lines.find((l) => l.msg === 'request answered 503')!;
     expect(line.level).toBe(40);
@@ -189,15 +193,23 @@ describe(`request log lines (${ENGINE})`, () => {
     'logs a client that %s mid-body at info, without a stack, and nothing at error',
     async (_how, hangUp) => {
       const before = capture.lines.length;
+      // The server's side of the connection, to know when it is closed.
+      let serverSide: net.Socket | null = null;
+      app.server.once('connection', (s: net.Socket) => {
+        serverSide = s;
+      });
+      const reading = bodiesRead;
       const socket = net.connect(port, '127.0.0.1');
       await new Promise<void>((r) => socket.once('connect', () => r()));
       socket.write(
         `POST /api/ingest HTTP/1.1\r\nHost: x\r\nX-API-Key: ${svc.ws.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 30000\r\n\r\n{"event_type":`,
       );
-      await new Promise((r) => setTimeout(r, 200));
+      // Mid-body: the server reads the body, which is still coming.
+      await waitUntil(() => bodiesRead > reading, { what: 'the server to start reading the body' });
       hangUp(socket);
-      await waitFor(() => capture.lines.slice(before).some((l) => l.msg === 'connection closed mid-request'));
-      await new Promise((r) => setTimeout(r, 100));
+      await lineLogged(() => capture.lines.slice(before), 'connection closed mid-request');
+      // Whatever else the hang-up makes the server log, it has logged once its side is closed.
+      await waitUntil(() => serverSide?.destroyed, { what: "the server's side of the connection to close" });
       socket.destroy();
       const lines = capture.lines.slice(before);
       const line = lines.find((l) => l.msg === 'connection closed mid-request')!;

@@ -1,8 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Exit, type ServiceProcess, sleep, startService } from './child';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { type Exit, type ServiceProcess, startService } from './child';
 import { createPgCluster, findPgBinDir, freePortIn, type PgCluster } from './pg-cluster';
+import { needs, onlyOn } from './skips';
+import { letTimePass, waitUntil } from './wait';
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
 
@@ -20,18 +22,14 @@ vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
  * When it runs: in scripts/test.sh's PostgreSQL pass (DATABASE_URL set), once per `npm test`. The
  * test makes its own cluster and never uses DATABASE_URL, but it is about the PostgreSQL adapter,
  * and that pass is the one CI requires. It needs PostgreSQL's server binaries (`pg_config
- * --bindir`); without them it is skipped with a message, except under CI=true, where it fails.
+ * --bindir`); without them it is skipped for a missing service, which fails a CI run.
  * Under root (CI) the cluster runs as user postgres, or nobody (see pg-cluster.ts).
  */
 const PG_PASS = Boolean(process.env.DATABASE_URL);
 const BIN_DIR = PG_PASS ? findPgBinDir() : null;
-if (PG_PASS && !BIN_DIR) {
-  if (process.env.CI === 'true')
-    throw new Error('CI: PostgreSQL server binaries (pg_config --bindir) are required');
-  console.warn(
-    'outage.test.ts skipped: no PostgreSQL server binaries (initdb, pg_ctl) found via pg_config --bindir',
-  );
-}
+const gate = onlyOn('postgres', 'the PostgreSQL pass runs it').and(
+  needs('postgresql server binaries', BIN_DIR !== null),
+);
 
 const CLIENTS = 4;
 /**
@@ -100,7 +98,7 @@ function startLoad(tag: string) {
       }
       answer.ms = Math.round(performance.now() - t0);
       answers.push(answer);
-      await sleep(answer.status === 202 ? PACE_MS : 200);
+      await letTimePass(answer.status === 202 ? PACE_MS : 200, 'each client paced below its rate limit');
     }
   };
   const loops = keys.map((key, n) => client(n, key));
@@ -132,14 +130,6 @@ async function keyCacheTrusted(): Promise<boolean> {
   return ((await res.json()) as { data: { key_cache: { trusted: boolean } } }).data.key_cache.trusted;
 }
 
-async function waitUntil(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number) {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 /**
  * Runs the load through an outage: `down()` starts it, `up()` ends it. Checks every answer and
  * /ready meanwhile, and that everything resumes; returns figures for the log line.
@@ -152,14 +142,16 @@ async function throughOutage(
 ) {
   const load = startLoad(tag);
   try {
-    await sleep(1500);
-    expect(load.acked.length, 'no event was acknowledged before the outage').toBeGreaterThan(0);
+    await waitUntil(() => load.acked.length >= CLIENTS, {
+      what: 'events acknowledged before the outage',
+      timeoutMs: 15_000,
+    });
 
     await down();
     load.state.phase = 'outage';
     const outageStart = Date.now();
     const ready: Array<Awaited<ReturnType<typeof readyStatus>>> = [];
-    await sleep(1000);
+    // /ready is asked again and again for as long as the outage lasts: every answer must be a 503.
     while (Date.now() - outageStart < outageMs) ready.push(await readyStatus());
     expect(exited, `the service died during the outage\n${service!.stderr().slice(-3000)}`).toBeNull();
     expect(ready.length).toBeGreaterThan(0);
@@ -176,12 +168,20 @@ async function throughOutage(
     load.state.phase = 'after';
     const backAt = Date.now();
     const ackedAtRestart = load.acked.length;
-    await waitUntil('ingestion to resume', () => load.acked.length > ackedAtRestart, 15_000);
+    await waitUntil(() => load.acked.length > ackedAtRestart, {
+      what: 'ingestion to resume',
+      timeoutMs: 15_000,
+    });
     const recoverMs = Date.now() - backAt;
     expect((await readyStatus()).status).toBe(200);
     // The notification connection (LISTEN) is back too: the key cache trusts itself again.
-    await waitUntil('the key cache to trust itself again', keyCacheTrusted, 10_000);
-    await sleep(1000);
+    await waitUntil(keyCacheTrusted, { what: 'the key cache to trust itself again', timeoutMs: 10_000 });
+    // The load goes on for a while after the recovery: every client gets events through again.
+    const ackedAtTrust = load.acked.length;
+    await waitUntil(() => load.acked.length >= ackedAtTrust + CLIENTS, {
+      what: 'more events acknowledged after the recovery',
+      timeoutMs: 15_000,
+    });
     await load.stop();
     expect(exited, `the service died\n${service!.stderr().slice(-3000)}`).toBeNull();
 
@@ -235,7 +235,6 @@ async function expectStoredOnceAndProcessed(acked: string[]) {
     expect(dup.rows).toEqual([]);
     let pending = -1;
     await waitUntil(
-      `every event to be processed (${pending} left)`,
       async () => {
         const r = await db.query<{ n: number }>(
           'SELECT count(*)::int AS n FROM events e WHERE e.seq IN (SELECT seq FROM event_backlog)',
@@ -243,7 +242,7 @@ async function expectStoredOnceAndProcessed(acked: string[]) {
         pending = r.rows[0]!.n;
         return pending === 0;
       },
-      20_000,
+      { what: 'every event to be processed', timeoutMs: 20_000, detail: () => `${pending} left` },
     );
     const dead = await db.query<{ reason: string }>('SELECT reason FROM dead_letters LIMIT 5');
     expect(dead.rows).toEqual([]);
@@ -252,7 +251,7 @@ async function expectStoredOnceAndProcessed(acked: string[]) {
   }
 }
 
-describe.skipIf(!BIN_DIR)('PostgreSQL outages under load (a private cluster)', () => {
+gate.describe('PostgreSQL outages under load (a private cluster)', () => {
   beforeAll(async () => {
     cluster = await createPgCluster(BIN_DIR!, await freePortIn(18250, 18259));
     await cluster.start();

@@ -53,6 +53,18 @@ export const FIXTURES: Record<string, Fixture> = {
     });
     return { url: `/tenant/apikeys/${created(res).id}` };
   },
+  'GET /tenant/accounts/:id': async ({ svc, other }) => {
+    await insertTestEvents(svc.rt.deps.db, other.id, [
+      {
+        identity: 'matrix@example.com',
+        event_type: 'track',
+        event_name: 'Group',
+        payload: { group_id: 'matrix-co' },
+      },
+    ]);
+    await waitProcessed(svc.rt.deps.db);
+    return { url: '/tenant/accounts/matrix-co' };
+  },
   'GET /tenant/orders/:order_id': async ({ svc, other }) => {
     const db = svc.rt.deps.db;
     const profileId = randomUUID();
@@ -138,6 +150,11 @@ export const FIXTURES: Record<string, Fixture> = {
       },
     ]),
   ),
+  'GET /intelligence/models/:fit_id': async ({ svc, other }) => {
+    // A workspace without orders fits the fallback at once.
+    const res = await svc.call('POST', '/intelligence/models/fit', { key: other.adminKey });
+    return { url: `/intelligence/models/${created(res).fit_id}` };
+  },
   'POST /tenant/dead-letters/:id/retry': async ({ svc, other }) => {
     // An event with no usable identifier is dead-lettered by the worker; retrying it is allowed.
     const db = svc.rt.deps.db;

@@ -8,7 +8,7 @@ import { startTestService, type TestWorkspace } from './harness';
 import { FIXTURES } from './route-matrix.fixtures';
 
 /**
- * The shared route test matrix (ARCHITECTURE.md): every route of the real app, as recorded when it
+ * The shared route test matrix: every route of the real app, as recorded when it
  * was registered, against no key, unknown, malformed and revoked keys, every scope, and another
  * workspace's ids. A new route is in the matrix the moment it exists.
  */
@@ -23,6 +23,7 @@ const isKeyRoute = (r: RouteInfo): r is RouteInfo & { auth: Requirement } =>
 const keyRoutes = routes.filter(isKeyRoute);
 const paramRoutes = keyRoutes.filter((r) => r.params.length > 0);
 const operatorRoutes = routes.filter((r) => r.auth === 'operator');
+const localRoutes = routes.filter((r) => r.auth === 'local');
 const publicRoutes = routes.filter((r) => r.auth === 'public' && !r.preflight);
 
 /** describe.each rows titled "METHOD /url". */
@@ -56,7 +57,7 @@ describe('the route list', () => {
   });
 
   it('gives every route a known auth requirement', () => {
-    for (const r of routes) expect(['public', 'operator', ...KEY_AUTH]).toContain(r.auth);
+    for (const r of routes) expect(['public', 'operator', 'local', ...KEY_AUTH]).toContain(r.auth);
   });
 
   it('names only existing routes in the cross-workspace fixtures', () => {
@@ -90,9 +91,17 @@ describe.each(titled(keyRoutes))('%s (API key)', (_name, route) => {
     expectError(await svc.call(route.method, url, { key: revokedKey }), 401, 'INVALID_TENANT_KEY');
   });
 
-  it.each(refused)('refuses a key with only the %s scope: 403 INSUFFICIENT_SCOPE', async (scope) => {
-    expectError(await svc.call(route.method, url, { key: keys[scope] }), 403, 'INSUFFICIENT_SCOPE');
-  });
+  it.each(refused)(
+    'refuses a key with only the %s scope: 403 INSUFFICIENT_SCOPE, naming the scopes that would do',
+    async (scope) => {
+      const res = await svc.call(route.method, url, { key: keys[scope] });
+      expectError(res, 403, 'INSUFFICIENT_SCOPE');
+      // Only scopes a key can have: the message must not name an internal requirement (`read`, `write`).
+      expect(res.body.message).toBe(
+        `this operation needs a key with the ${accepted.join(' or ')} scope; this key has: ${scope}`,
+      );
+    },
+  );
 
   it.each(accepted)('lets a key with the %s scope through, with RateLimit headers', async (scope) => {
     const res = await svc.call(route.method, url, { key: keys[scope] });
@@ -167,6 +176,23 @@ describe.each(titled(operatorRoutes))('%s (operator token)', (_name, route) => {
     } finally {
       await app.close();
     }
+  });
+});
+
+// The CLI's way into a service on the embedded database (test/data-dir-lock.test.ts has it with its
+// lock); this service holds no data directory, so for every credential the route is not there.
+describe.each(titled(localRoutes))('%s (local token)', (_name, route) => {
+  it.each([
+    ['no Authorization header', {}],
+    ['the operator token', { authorization: `Bearer ${OPERATOR_TOKEN}` }],
+    ['an admin API key', { 'x-api-key': svc.ws.adminKey }],
+  ])('does not exist without a data-directory lock: 404 NOT_FOUND for %s', async (_label, headers) => {
+    const res = await svc.call(route.method, route.url, { key: null, headers });
+    expectError(res, 404, 'NOT_FOUND');
+  });
+
+  it('is left out of the API documentation', () => {
+    expect(route.hidden).toBe(true);
   });
 });
 

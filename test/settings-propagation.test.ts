@@ -1,8 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { killAllChildren, request, type ServiceProcess, serviceEnv, startService } from './child';
 import { dropSchema } from './harness';
+import { onlyOn } from './skips';
+import { waitUntil } from './wait';
 
 // Each test spawns whole services (seconds each on a busy 2-core machine): allow for it.
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
@@ -24,7 +26,7 @@ const limitOf = async (p: ServiceProcess, key: string) => {
   return Number(res.headers.get('ratelimit-limit'));
 };
 
-describe.skipIf(!PG_URL)('settings changes across processes (needs DATABASE_URL)', () => {
+onlyOn('postgres', 'PGlite is one process').describe('settings changes across processes', () => {
   const env = serviceEnv({ CDP_OPERATOR_TOKEN: OPERATOR_TOKEN });
   const admin = env.CDP_INITIAL_ADMIN_KEY!;
   let a: ServiceProcess;
@@ -34,11 +36,10 @@ describe.skipIf(!PG_URL)('settings changes across processes (needs DATABASE_URL)
     a = await startService(env);
     b = await startService(env);
     // A change waits for the confirmation of every process it knows of: let them meet first.
-    const until = Date.now() + 10_000;
-    while ((await settingsPeers(a)) !== 1 || (await settingsPeers(b)) !== 1) {
-      if (Date.now() > until) throw new Error('the two processes did not see each other');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitUntil(async () => (await settingsPeers(a)) === 1 && (await settingsPeers(b)) === 1, {
+      what: 'the two processes to see each other',
+      intervalMs: 50,
+    });
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
@@ -87,11 +88,10 @@ describe.skipIf(!PG_URL)('settings changes across processes (needs DATABASE_URL)
     // Either process's worker may apply them: wait until both have a profile.
     const profileOf = async (identity: string) =>
       (await request(b.url!, 'GET', `/tenant/profiles?identity=${identity}`, { key: admin })).body.data;
-    const until = Date.now() + 20_000;
-    while ((await profileOf(anons[0]!)).length === 0 || (await profileOf(anons[1]!)).length === 0) {
-      if (Date.now() > until) throw new Error('events not processed in time');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(
+      async () => (await profileOf(anons[0]!)).length > 0 && (await profileOf(anons[1]!)).length > 0,
+      { what: 'a profile for each device', timeoutMs: 20_000, intervalMs: 100 },
+    );
     expect((await profileOf(anons[0]!))[0].id).not.toBe((await profileOf(anons[1]!))[0].id);
     expect(await profileOf('shared-device%40shop.test')).toEqual([]);
   });
@@ -107,12 +107,11 @@ describe.skipIf(!PG_URL)('settings changes across processes (needs DATABASE_URL)
     } finally {
       await db.end();
     }
-    const t0 = performance.now();
-    for (const p of [a, b]) {
-      while ((await limitOf(p, admin)) !== 4321) {
-        expect(performance.now() - t0).toBeLessThan(1_000);
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    }
+    // Within a second is the promise: the deadline is the assertion.
+    await waitUntil(async () => (await limitOf(a, admin)) === 4321 && (await limitOf(b, admin)) === 4321, {
+      what: 'both processes to apply the change',
+      timeoutMs: 1_000,
+      intervalMs: 10,
+    });
   });
 });

@@ -1,27 +1,34 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { freePort, killAllChildren, type ServiceProcess, serviceEnv, startService } from './child';
 import { dropSchema, ENGINE } from './harness';
+import { letTimePass } from './wait';
 
 // Each test spawns whole services (seconds each on a busy 2-core machine): allow for it.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
 
-/** Contract §11: SIGTERM drains and exits 0; ROLE picks what a process runs. */
+/** docs/operations.md: SIGTERM drains and exits 0; ROLE picks what a process runs. */
 const schemas: string[] = [];
 const services: ServiceProcess[] = [];
 
-async function start(extra: Record<string, string> = {}) {
+async function start(extra: Record<string, string> = {}, opts: { until?: 'ready' | 'port' } = {}) {
   const env = serviceEnv(extra);
   if (env.DATABASE_SCHEMA) schemas.push(env.DATABASE_SCHEMA);
-  const svc = await startService(env);
+  const svc = await startService(env, opts);
   services.push(svc);
   return { svc, env };
 }
+
+const dirs: string[] = [];
 
 afterAll(async () => {
   await Promise.all(services.map((s) => s.stop()));
   killAllChildren();
   for (const s of schemas) await dropSchema(process.env.DATABASE_URL!, s);
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
 const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
@@ -68,7 +75,7 @@ describe(`SIGTERM (${ENGINE})`, () => {
     // …and keep sending while it drains (on kept-alive connections these reach the server).
     const late: Array<Promise<Outcome>> = [];
     for (let i = 0; i < 10; i++) {
-      await new Promise((r) => setTimeout(r, 2));
+      await letTimePass(2, 'the late requests are spread over the drain, not sent at once');
       late.push(send());
     }
     const inFlight = await withTimeout(Promise.all(burst), 20_000, 'requests still open');
@@ -107,6 +114,34 @@ describe(`SIGTERM (${ENGINE})`, () => {
     expect(await accepts(port)).toBe(false);
     await expect(fetch(`${url}/health`)).rejects.toThrow();
   });
+});
+
+describe(`a signal during the start (${ENGINE})`, () => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal} while the service still starts exits 0, and the next start serves`, async () => {
+      // A first start of an embedded database creates it (seconds): the signal comes in the middle.
+      const dataDir = ENGINE === 'pglite' ? mkdtempSync(join(tmpdir(), 'cdp-start-signal-')) : null;
+      if (dataDir) dirs.push(dataDir);
+      const { svc, env } = await start(dataDir ? { DATA_DIR: dataDir } : {}, { until: 'port' });
+      if (ENGINE === 'pglite') expect((await fetch(`${svc.url}/ready`)).status).toBe(503);
+      const t0 = performance.now();
+      svc.kill(signal);
+      const exit = await withTimeout(svc.exited, 20_000, 'process still running');
+      console.log(
+        `${signal} during the start (${ENGINE}): exit after ${Math.round(performance.now() - t0)} ms`,
+      );
+      expect(exit).toEqual({ code: 0, signal: null });
+      const said = svc.logs().map((l) => l.msg);
+      expect(said).toContain('draining');
+      if (ENGINE === 'pglite') expect(said).not.toContain('cdp ready');
+      expect(await accepts(Number(new URL(svc.url!).port))).toBe(false);
+
+      const again = await startService(env);
+      services.push(again);
+      expect((await fetch(`${again.url}/ready`)).status).toBe(200);
+      expect(await again.stop()).toEqual({ code: 0, signal: null });
+    });
+  }
 });
 
 describe(`ROLE (${ENGINE})`, () => {

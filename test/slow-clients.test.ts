@@ -9,6 +9,7 @@ import { createLogger } from '../src/platform/logger';
 import { createRuntime, type Runtime } from '../src/runtime';
 import { killAllChildren, request, type ServiceProcess, serviceEnv, startService } from './child';
 import { dropSchema, ENGINE } from './harness';
+import { waitUntil } from './wait';
 
 // Each test spawns whole services (seconds each on a busy 2-core machine): allow for it.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
@@ -89,18 +90,21 @@ function slowBody(port: number, key: string, opts: { everyMs?: number; giveUpMs?
 }
 
 /** A connection that sends its request headers one byte at a time (classic slowloris). */
-function slowHeaders(port: number, everyMs = 500): () => void {
+function slowHeaders(port: number, everyMs = 500): { stop(): void; bytesSent(): number } {
   const socket = net.connect(port, '127.0.0.1');
   const line = 'GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ';
   let i = 0;
   socket.on('error', () => {});
   const drip = setInterval(() => {
-    if (socket.writable) socket.write(i < line.length ? line[i++]! : 'a');
+    if (socket.writable) socket.write(line[i++] ?? 'a');
   }, everyMs);
   socket.once('close', () => clearInterval(drip));
-  return () => {
-    clearInterval(drip);
-    socket.destroy();
+  return {
+    stop() {
+      clearInterval(drip);
+      socket.destroy();
+    },
+    bytesSent: () => i,
   };
 }
 
@@ -120,11 +124,11 @@ describe(`a request body that trickles in (${ENGINE})`, () => {
     expect(bodyOf(text)).toMatchObject({ status: 'error', error_code: 'REQUEST_TIMEOUT' });
     expect(ms).toBeGreaterThanOrEqual(1400);
     expect(ms).toBeLessThan(3500);
-    // The service carries on, and the cut-off is no error of its own.
+    // The service carries on, and the cut-off is no error of its own: once stopped, it has written
+    // every line it will, none at warn or above.
     expect((await fetch(`${svc.url}/health`)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(svc.logs().filter((l) => (l.level as number) >= 40)).toEqual([]);
     expect((await svc.stop()).code).toBe(0);
+    expect(svc.logs().filter((l) => (l.level as number) >= 40)).toEqual([]);
   });
 
   it('does not stop the service from serving others while hundreds of slow clients hold connections', async () => {
@@ -132,7 +136,11 @@ describe(`a request body that trickles in (${ENGINE})`, () => {
     const key = env.CDP_INITIAL_ADMIN_KEY!;
     const bodies = Array.from({ length: 150 }, () => slowBody(port, key, { everyMs: 500, giveUpMs: 12_000 }));
     const stops = Array.from({ length: 150 }, () => slowHeaders(port));
-    await new Promise((r) => setTimeout(r, 1000));
+    // All 300 hold a connection and have begun to trickle.
+    await waitUntil(() => [...bodies, ...stops].every((c) => c.bytesSent() > 0), {
+      what: 'every slow client to be connected and sending',
+      timeoutMs: 30_000,
+    });
 
     const t0 = Date.now();
     const health = await fetch(`${svc.url}/health`);
@@ -149,7 +157,7 @@ describe(`a request body that trickles in (${ENGINE})`, () => {
     // Every slow body is cut off by its deadline; the slow headers by theirs (min(60 s, BODY_TIMEOUT_MS)).
     const outcomes = await Promise.all(bodies.map((b) => b.done));
     expect(outcomes.filter((o) => o.closedByServer && /^HTTP\/1\.1 408 /.test(o.text))).toHaveLength(150);
-    for (const s of stops) s();
+    for (const s of stops) s.stop();
     expect((await svc.stop()).code).toBe(0);
   });
 });
@@ -181,7 +189,7 @@ describe(`SIGTERM with a slow client attached (${ENGINE})`, () => {
     }
     // A body that would take 30,000 s to arrive; its request is in flight when the signal comes.
     const slow = slowBody(port, key, { everyMs: 1000, giveUpMs: 20_000 });
-    await new Promise((r) => setTimeout(r, 500));
+    await waitUntil(() => slow.bytesSent() > 0, { what: 'the slow body to begin to trickle' });
     const t0 = Date.now();
     svc.kill('SIGTERM');
     const exit = await svc.exited;

@@ -8,6 +8,8 @@
  * the service, not this process.
  */
 
+import { letTimePass, waitUntil } from './wait';
+
 export interface HealthProbe {
   /** Stops probing; resolves with every /health latency measured, in milliseconds. */
   stop(): Promise<number[]>;
@@ -27,7 +29,7 @@ export function probeHealth(baseUrl: string, gapMs = 5): HealthProbe {
         // A refused or timed-out probe still counts with the time it took.
       }
       samples.push(performance.now() - t0);
-      await new Promise((r) => setTimeout(r, gapMs));
+      await letTimePass(gapMs, 'the gap between two probes');
     }
   })();
   return {
@@ -83,6 +85,28 @@ export function identifyBatch(identity: string, events: number, traits: number, 
   });
 }
 
+/**
+ * Identify events of 1,000 traits for one person, as many as a batch body of `bytes` holds (the
+ * 4 MiB limit, less a margin), the last one invalid: the answer (a 400 naming it, nothing stored)
+ * comes only after every item was parsed and validated. json-body.test.ts and
+ * bench/batch-parse.bench.ts send it.
+ */
+export function batchRefusedAtItsLastItem(bytes = 4 * 1024 * 1024 - 1024): Array<Record<string, unknown>> {
+  const events: Array<Record<string, unknown>> = [];
+  let size = 2;
+  for (;;) {
+    const payload: Record<string, number> = {};
+    for (let k = 0; k < 1000; k++) payload[`trait${k}`] = events.length;
+    const ev = { event_type: 'identify', event_name: 'Traits', identity: 'slices@example.com', payload };
+    const more = JSON.stringify(ev).length + 1;
+    if (size + more > bytes) break;
+    events.push(ev);
+    size += more;
+  }
+  events[events.length - 1]!.event_type = 'nope';
+  return events;
+}
+
 export interface Sent {
   status: number;
   // biome-ignore lint/suspicious/noExplicitAny: answers are inspected field by field
@@ -118,12 +142,17 @@ export async function waitForProfile(
   timeoutMs = 120_000,
   // biome-ignore lint/suspicious/noExplicitAny: a profile as the API answers it
 ): Promise<any> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await send(baseUrl, key, 'GET', `/tenant/profiles?identity=${encodeURIComponent(identity)}`);
-    const profile = res.status === 200 ? res.body.data[0] : undefined;
-    if (profile && done(profile)) return profile;
-    if (Date.now() > until) throw new Error(`profile of ${identity} not as expected after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return waitUntil(
+    async () => {
+      const res = await send(
+        baseUrl,
+        key,
+        'GET',
+        `/tenant/profiles?identity=${encodeURIComponent(identity)}`,
+      );
+      const profile = res.status === 200 ? res.body.data[0] : undefined;
+      return profile && done(profile) ? profile : null;
+    },
+    { what: `the profile of ${identity} as expected`, timeoutMs, intervalMs: 100 },
+  );
 }

@@ -9,10 +9,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app';
 import type { App } from '../src/platform/http/types';
+import { serviceEnv, startService } from './child';
 import { expectError } from './expect-error';
-import { type Reply, startTestService, type TestService } from './harness';
+import { dropSchema, type Reply, startTestService, type TestService } from './harness';
+import { needs } from './skips';
+import { waitUntil } from './wait';
 
-/** Contract §10 and §11: TLS, plain HTTP only where safe, health and readiness. */
+/** docs/operations.md "TLS and proxies" and "Health and readiness": TLS, plain HTTP only where safe, health and readiness. */
 const hasOpenssl = (() => {
   try {
     execFileSync('openssl', ['version'], { stdio: 'ignore' });
@@ -91,7 +94,7 @@ function raw(port: number, bytes: string): Promise<string> {
 /** The JSON body of a raw HTTP answer. */
 const rawBody = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
 
-describe.skipIf(!hasOpenssl)('TLS (certificate made with the openssl CLI)', () => {
+needs('openssl', hasOpenssl).describe('TLS (certificate made with the openssl CLI)', () => {
   let dir: string;
   let svc: TestService;
   let port: number;
@@ -138,6 +141,30 @@ describe.skipIf(!hasOpenssl)('TLS (certificate made with the openssl CLI)', () =
     const res = await get(https, port, '/tenant/apikeys?limit=1', { 'x-api-key': svc.ws.adminKey });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('success');
+  });
+
+  it('cdp start speaks HTTPS from its first answer, while it starts and once it serves', async () => {
+    const env = serviceEnv({ TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') });
+    const child = await startService(env, { until: 'port' });
+    try {
+      expect(child.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      const childPort = Number(new URL(child.url!).port);
+      const health = await get(https, childPort, '/health');
+      expect(health.status).toBe(200);
+      expect(health.peerCN).toBe('cdp-test');
+      await waitUntil(async () => (await get(https, childPort, '/ready')).status === 200, {
+        what: 'the service to be ready over HTTPS',
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
+      const res = await get(https, childPort, '/tenant/apikeys?limit=1', {
+        'x-api-key': env.CDP_INITIAL_ADMIN_KEY!,
+      });
+      expect(res.status).toBe(200);
+    } finally {
+      expect(await child.stop()).toEqual({ code: 0, signal: null });
+      if (env.DATABASE_SCHEMA) await dropSchema(process.env.DATABASE_URL!, env.DATABASE_SCHEMA);
+    }
   });
 
   it('does not answer plain HTTP on the TLS port', async () => {
@@ -265,15 +292,21 @@ describe('health, readiness and the framework’s own errors', () => {
     socket.on('data', (d) => {
       text += d.toString();
     });
-    const ended = new Promise<void>((r) => socket.on('close', () => r()));
+    let ended = false;
+    socket.on('close', () => {
+      ended = true;
+    });
+    let requests = 0;
+    app.server.on('request', () => requests++);
     socket.write('GET /test/slow HTTP/1.1\r\nHost: x\r\n\r\n');
     await entered;
     const closing = app.close();
     socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
-    await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(() => requests === 2, { what: 'the second request to reach the server' });
     release();
     await closing;
-    await Promise.race([ended, new Promise((r) => setTimeout(r, 3000))]);
+    // Both answers written, the drained server closes the connection.
+    await waitUntil(() => ended, { what: 'the server to close the connection', timeoutMs: 3000 });
     socket.destroy();
 
     expect(text).toMatch(/^HTTP\/1\.1 200 /);

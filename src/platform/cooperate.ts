@@ -18,6 +18,14 @@ export function createYielder(sliceMs = 8): Yielder {
 }
 
 /**
+ * The slice of background work that no request waits for (a model fit and its rescoring): shorter,
+ * because a request of another workspace needs several turns of the loop (body, authentication,
+ * each query's answer) and waits up to one slice at each. Measured with bench/neighbour.bench.ts
+ * (BENCH_NEIGHBOUR_KINDS=fit): docs/benchmarks.md "Noisy neighbour".
+ */
+export const BACKGROUND_SLICE_MS = 2;
+
+/**
  * A yielder, and whether calling it now would wait: a loop of many tiny units (one batch item's
  * validation is ≈ 1.5 µs) checks `due()` and skips the `await` of the ones that would not.
  */

@@ -14,6 +14,8 @@ export interface ApiKeyRow {
 const COLUMNS = 'seq, id, workspace_id, name, prefix, scopes, allowed_domains, created_at';
 
 export const REVOCATION_CHANNEL = 'cdp_key_revoked';
+/** A key whose `allowed_domains` now count or no longer count (created with some, or revoked): its id. */
+export const ORIGINS_CHANNEL = 'cdp_key_origins';
 /** Service processes announce themselves here (`{ns, id, kind}`), so a revoker knows whom to wait for. */
 export const PRESENCE_CHANNEL = 'cdp_instances';
 /** Each process confirms here (`<hash> <instance id>`) that it has dropped a revoked key. */
@@ -41,7 +43,25 @@ export async function insertKey(
      VALUES ($1, $2, $3, $4, $5, $6::text[], $7::text[]) RETURNING ${COLUMNS}`,
     [k.id, k.workspaceId, k.name, k.keyHash, k.prefix, k.scopes, k.allowedDomains],
   );
+  // Every process's preflight index learns the new origins (delivered at COMMIT).
+  if (k.allowedDomains.length > 0) await notify(q, ORIGINS_CHANNEL, k.id);
   return rows[0]!;
+}
+
+/**
+ * Serialises key creation per workspace in the calling transaction, so that two concurrent
+ * creations cannot both pass the count limit.
+ */
+export async function lockWorkspaceKeys(q: Queryable, workspaceId: string): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`cdp.api_keys:${workspaceId}`]);
+}
+
+export async function countActiveKeys(q: Queryable, workspaceId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $1 AND revoked_at IS NULL',
+    [workspaceId],
+  );
+  return rows[0]!.n;
 }
 
 export async function listActiveKeys(
@@ -63,15 +83,22 @@ export async function listActiveKeys(
  * Marks the key revoked and, in the same transaction, notifies every process sharing the database
  * (delivered at COMMIT), so their caches drop it before anyone can be told the delete succeeded.
  */
-export async function revokeKey(q: Queryable, workspaceId: string, id: string): Promise<string | null> {
-  const { rows } = await q.query<{ key_hash: string }>(
+export async function revokeKey(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+): Promise<{ keyHash: string; browser: boolean } | null> {
+  const { rows } = await q.query<{ key_hash: string; browser: boolean }>(
     `UPDATE api_keys SET revoked_at = now()
-     WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING key_hash`,
+     WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL
+     RETURNING key_hash, cardinality(allowed_domains) > 0 AS browser`,
     [workspaceId, id],
   );
-  const hash = rows[0]?.key_hash ?? null;
-  if (hash) await q.query('SELECT pg_notify($1, $2)', [REVOCATION_CHANNEL, hash]);
-  return hash;
+  const row = rows[0];
+  if (!row) return null;
+  await notify(q, REVOCATION_CHANNEL, row.key_hash);
+  if (row.browser) await notify(q, ORIGINS_CHANNEL, id);
+  return { keyHash: row.key_hash, browser: row.browser };
 }
 
 export async function findActiveKeyByHash(q: Queryable, keyHash: string): Promise<ApiKeyRow | null> {
@@ -82,10 +109,33 @@ export async function findActiveKeyByHash(q: Queryable, keyHash: string): Promis
   return rows[0] ?? null;
 }
 
-/** Every domain pattern of every active key: what a CORS preflight may be answered for. */
-export async function listAllowedDomainPatterns(q: Queryable): Promise<string[]> {
-  const { rows } = await q.query<{ d: string }>(
-    `SELECT DISTINCT unnest(allowed_domains) AS d FROM api_keys WHERE revoked_at IS NULL`,
+export interface BrowserKeyRow {
+  seq: number;
+  id: string;
+  allowed_domains: string[];
+}
+
+/** A page of the active keys that have domains, in seq order: what a preflight may be answered for. */
+export async function listBrowserKeys(
+  q: Queryable,
+  afterSeq: number,
+  limit: number,
+): Promise<BrowserKeyRow[]> {
+  const { rows } = await q.query<BrowserKeyRow>(
+    `SELECT seq, id, allowed_domains FROM api_keys
+     WHERE seq > $1 AND revoked_at IS NULL AND cardinality(allowed_domains) > 0
+     ORDER BY seq LIMIT $2`,
+    [afterSeq, limit],
   );
-  return rows.map((r) => r.d);
+  return rows;
+}
+
+/** Those of these keys that are active and have domains. */
+export async function findBrowserKeys(q: Queryable, ids: readonly string[]): Promise<BrowserKeyRow[]> {
+  const { rows } = await q.query<BrowserKeyRow>(
+    `SELECT seq, id, allowed_domains FROM api_keys
+     WHERE id = ANY($1::text[]) AND revoked_at IS NULL AND cardinality(allowed_domains) > 0`,
+    [ids],
+  );
+  return rows;
 }

@@ -22,7 +22,12 @@ export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(ApiKeyCreatedSchema) },
       },
     },
-    async (req) => ok(await createKey(deps.db, workspaceOf(req), req.body)),
+    async (req) => {
+      const key = await createKey(deps.db, workspaceOf(req), req.body);
+      // Its origins answer preflights on this process from the moment the key is shown.
+      if (key.allowed_domains.length > 0) await deps.origins.changed(key.id);
+      return ok(key);
+    },
   );
 
   app.get(
@@ -54,7 +59,7 @@ export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      await revokeKey(deps.db, deps.keys, workspaceOf(req), req.params.key_id);
+      await revokeKey(deps.db, deps.keys, deps.origins, workspaceOf(req), req.params.key_id);
       return ok({ id: req.params.key_id, revoked: true as const });
     },
   );

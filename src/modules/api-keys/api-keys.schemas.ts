@@ -7,6 +7,18 @@ import { SCOPES } from '../../platform/http/scopes';
 export const DOMAIN_PATTERN =
   '^(\\*\\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$';
 
+/**
+ * Active keys per workspace. Keys are few by nature (one per server, per site, per integration):
+ * the limit leaves room for that while keeping what one tenant adds to every process's preflight
+ * index, and to the key list an admin pages through, within bounds.
+ */
+export const KEYS_PER_WORKSPACE = 100;
+/**
+ * Domains of one key. Wildcards cover every subdomain, so a site needs one or two entries; the
+ * limit bounds the origin check of each request made with the key (linear in its list).
+ */
+export const DOMAINS_PER_KEY = 50;
+
 export const ScopeSchema = Type.Enum([...SCOPES], {
   description: 'admin ⊇ editor ⊇ viewer; admin may also ingest; ingest only ingests.',
 });
@@ -34,9 +46,8 @@ export const CreateApiKeyBody = Type.Object(
     scopes: Type.Array(ScopeSchema, { minItems: 1, maxItems: 4, uniqueItems: true }),
     allowed_domains: Type.Optional(
       Type.Array(Type.String({ maxLength: 253, pattern: DOMAIN_PATTERN }), {
-        maxItems: 100,
-        description:
-          'Host names or `*.example.com` wildcards; when set, requests must come from a matching Origin.',
+        maxItems: DOMAINS_PER_KEY,
+        description: `Host names or \`*.example.com\` wildcards (at most ${DOMAINS_PER_KEY}); when set, requests must come from a matching Origin.`,
       }),
     ),
   },

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError } from '../../../test/expect-error';
 import { startTestService, type TestService } from '../../../test/harness';
+import { hashKey } from './api-keys.service';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -126,5 +128,86 @@ describe('allowed_domains', () => {
     expect(await from({ origin: 'https://evil.com' })).toBe('ORIGIN_NOT_ALLOWED');
     expect(await from({ origin: 'https://example.org' })).toBe('ORIGIN_NOT_ALLOWED');
     expect(await from({})).toBe('ORIGIN_NOT_ALLOWED');
+  });
+});
+
+describe('caps (issue 23)', () => {
+  const create = (key: string, body: unknown) => svc.call('POST', '/tenant/apikeys', { key, body });
+
+  it('refuses a key with more than 50 allowed_domains, naming the limit', async () => {
+    const domains = (n: number) => Array.from({ length: n }, (_, i) => `d${i}.example.com`);
+    expect(
+      (await create(svc.ws.adminKey, { name: 'ok', scopes: ['ingest'], allowed_domains: domains(50) }))
+        .status,
+    ).toBe(200);
+    const res = await create(svc.ws.adminKey, {
+      name: 'too many',
+      scopes: ['ingest'],
+      allowed_domains: domains(51),
+    });
+    expectError(res, 400, 'VALIDATION_ERROR');
+    expect(res.body.message).toMatch(/50/);
+    expect(res.body.details.map((d: { path: string }) => d.path)).toContain('/allowed_domains');
+  });
+
+  it('refuses the 101st active key of a workspace with 409 naming the limit; a revoked key frees its place', async () => {
+    const ws = await svc.newWorkspace('capped');
+    // The workspace's admin key is the first of its 100.
+    const ids: string[] = [];
+    for (let i = 1; i < 100; i++) {
+      const res = await create(ws.adminKey, { name: `k${i}`, scopes: ['viewer'] });
+      expect(res.status).toBe(200);
+      ids.push(res.body.data.id);
+    }
+    const refused = await create(ws.adminKey, { name: 'one too many', scopes: ['viewer'] });
+    expectError(refused, 409, 'CONFLICT');
+    expect(refused.body.message).toMatch(/at most 100 active API keys/);
+
+    expect((await svc.call('DELETE', `/tenant/apikeys/${ids[0]}`, { key: ws.adminKey })).status).toBe(200);
+    expect((await create(ws.adminKey, { name: 'in its place', scopes: ['viewer'] })).status).toBe(200);
+    expectError(await create(ws.adminKey, { name: 'again too many', scopes: ['viewer'] }), 409, 'CONFLICT');
+  });
+
+  it('lets a workspace already over the cap keep and use its keys, but not add one', async () => {
+    const ws = await svc.newWorkspace('over the cap');
+    // Written straight into the table, as a database from before the cap would hold them.
+    const secrets = Array.from(
+      { length: 120 },
+      (_, i) => `cdp_sk_${'a'.repeat(40)}${String(i).padStart(3, '0')}`,
+    );
+    await svc.rt.deps.db.query(
+      `INSERT INTO api_keys (id, workspace_id, name, key_hash, prefix, scopes)
+       SELECT 'key_old_' || i, $1::uuid, 'old ' || i, h, 'cdp_sk_aaaa', ARRAY['admin']
+       FROM unnest($2::text[]) WITH ORDINALITY AS t(h, i)`,
+      [ws.id, secrets.map(hashKey)],
+    );
+    expect((await svc.call('GET', '/tenant/apikeys?limit=1', { key: secrets[119]! })).status).toBe(200);
+    expectError(await create(secrets[0]!, { name: 'more', scopes: ['viewer'] }), 409, 'CONFLICT');
+  });
+});
+
+describe('the cost of a key that finds nothing (issue 23)', () => {
+  const lookups = () => svc.rt.deps.keys.stats().misses;
+
+  it('looks an unknown key up once, however often a client repeats it', async () => {
+    const unknown = `cdp_pk_${'U'.repeat(43)}`;
+    const before = lookups();
+    for (let i = 0; i < 20; i++) {
+      expectError(await svc.call('GET', '/tenant/apikeys', { key: unknown }), 401, 'INVALID_TENANT_KEY');
+    }
+    expect(lookups() - before).toBe(1);
+  });
+
+  it('looks a revoked key up once after its revocation, however often a forgotten page still sends it', async () => {
+    const created = await svc.call('POST', '/tenant/apikeys', {
+      body: { name: 'stale page', scopes: ['admin'] },
+    });
+    const secret = created.body.data.api_key;
+    expect((await svc.call('DELETE', `/tenant/apikeys/${created.body.data.id}`)).status).toBe(200);
+    const before = lookups();
+    for (let i = 0; i < 20; i++) {
+      expectError(await svc.call('GET', '/tenant/apikeys', { key: secret }), 401, 'INVALID_TENANT_KEY');
+    }
+    expect(lookups() - before).toBe(1);
   });
 });

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { waitUntil } from '../../../test/wait';
 import { migrate } from '../../platform/db/migrate';
 import { createPgliteDb } from '../../platform/db/pglite';
 import type { Db, QueryResult } from '../../platform/db/port';
 import { createWorkspace } from '../workspaces/workspaces.service';
+import { PRESENCE_CHANNEL } from './api-keys.repo';
 import { createKey, hashKey } from './api-keys.service';
 import { createKeyResolver, type KeyResolver } from './key-resolver';
 
@@ -39,8 +41,13 @@ interface FakeProcess extends Db {
   /** The listening connection drops (onLost fires) / comes back. */
   loseListener(): void;
   restoreListener(): void;
-  /** The next key lookup reads its row, then waits for this promise before returning it. */
-  gateNextLookup(gate: Promise<void>): void;
+  /**
+   * The next key lookup reads its row, then waits for `gate` before returning it; the answer
+   * resolves once it is held there.
+   */
+  gateNextLookup(gate: Promise<void>): Promise<void>;
+  /** Presence messages this process has sent that say `kind` (hello, beat, bye). */
+  presenceSent(kind: string): number;
 }
 
 const isNotify = (sql: string) => sql.trim() === 'SELECT pg_notify($1, $2)';
@@ -49,22 +56,35 @@ function asProcess(shared: Db, bus: Bus): FakeProcess {
   let held: Array<() => void> | null = null;
   let listening = true;
   let gate: Promise<void> | null = null;
+  let gateReached: (() => void) | null = null;
+  const presence = new Map<string, number>();
   const lost = new Set<() => void>();
   const run = async <R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> => {
     if (isNotify(sql)) {
-      bus.publish(String(params![0]), String(params![1]));
+      const [channel, payload] = [String(params![0]), String(params![1])];
+      if (channel === PRESENCE_CHANNEL) {
+        const { kind } = JSON.parse(payload) as { kind: string };
+        presence.set(kind, (presence.get(kind) ?? 0) + 1);
+      }
+      bus.publish(channel, payload);
       return { rows: [], rowCount: 1 };
     }
     const res = await shared.query<R>(sql, params);
     if (gate && sql.includes('key_hash = $1')) {
       const g = gate;
       gate = null;
+      gateReached?.();
       await g;
     }
     return res;
   };
   return {
     engine: 'postgres',
+    laneName: 'foreground',
+    foregroundSeenAt: () => Number.NEGATIVE_INFINITY,
+    lane() {
+      return this;
+    },
     query: run,
     exec: (sql) => shared.exec(sql),
     transaction: (fn) => fn({ query: run, exec: (sql) => shared.exec(sql) }),
@@ -102,26 +122,26 @@ function asProcess(shared: Db, bus: Bus): FakeProcess {
     },
     gateNextLookup(g) {
       gate = g;
+      return new Promise<void>((r) => {
+        gateReached = r;
+      });
     },
+    presenceSent: (kind) => presence.get(kind) ?? 0,
   };
 }
 
-const settled = async (p: Promise<unknown>, ms = 30): Promise<boolean> => {
+const until = (what: string, check: () => boolean) =>
+  waitUntil(check, { what, timeoutMs: 2_000, intervalMs: 5 });
+
+/** Whether `p` has settled, once the callbacks already due have run. */
+const hasSettled = async (p: Promise<unknown>): Promise<boolean> => {
   let done = false;
   void p.then(() => {
     done = true;
   });
-  await new Promise((r) => setTimeout(r, ms));
+  await new Promise((r) => setImmediate(r));
   return done;
 };
-
-async function until(check: () => boolean, ms = 2_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 let db: Db;
 let workspaceId: string;
@@ -168,7 +188,10 @@ describe('key resolver across processes', () => {
     // Slow heartbeats: B keeps trusting its cache while it is held back for a moment.
     const a = await startProcess('slow peer', { heartbeatMs: 500 });
     const b = await startProcess('slow peer', { heartbeatMs: 500 });
-    await until(() => a.resolver.stats().peers === 1 && b.resolver.stats().peers === 1);
+    await until(
+      'A and B to know each other',
+      () => a.resolver.stats().peers === 1 && b.resolver.stats().peers === 1,
+    );
     const { secret, hash } = await newKey();
     await b.resolver.resolve(secret);
     expect(await b.resolver.resolve(secret)).not.toBeNull();
@@ -177,9 +200,12 @@ describe('key resolver across processes', () => {
     b.proc.hold();
     await revokeInDb(hash);
     bus.publish('cdp_key_revoked', hash);
+    const beats = a.proc.presenceSent('beat');
     const revoked = a.resolver.evict(hash);
-    // B has not heard yet and would still serve the key from memory: A must not answer yet.
-    expect(await settled(revoked)).toBe(false);
+    // B has not heard yet and would still serve the key from memory: A must not answer yet, not
+    // even after its next heartbeat, at which it looks again at who has confirmed.
+    await waitUntil(() => a.proc.presenceSent('beat') > beats, { what: "A's next heartbeat" });
+    expect(await hasSettled(revoked)).toBe(false);
     expect(await b.resolver.resolve(secret)).not.toBeNull();
 
     b.proc.release();
@@ -192,10 +218,10 @@ describe('key resolver across processes', () => {
     const b = await startProcess('overlap');
     const { secret, hash } = await newKey();
     let open!: () => void;
-    b.proc.gateNextLookup(new Promise<void>((r) => (open = r)));
+    const held = b.proc.gateNextLookup(new Promise<void>((r) => (open = r)));
     // The lookup reads the row while the key is still active, then stalls…
     const lookup = b.resolver.resolve(secret);
-    await new Promise((r) => setTimeout(r, 10));
+    await held;
     // …meanwhile the key is revoked and B hears of it…
     await revokeInDb(hash);
     bus.publish('cdp_key_revoked', hash);
@@ -222,7 +248,7 @@ describe('key resolver across processes', () => {
     expect(b.resolver.stats().misses).toBe(misses + 2);
 
     b.proc.restoreListener();
-    await until(() => b.resolver.stats().trusted);
+    await until('B to trust its cache again', () => b.resolver.stats().trusted);
     await b.resolver.resolve(secret);
     const hits = b.resolver.stats().hits;
     await b.resolver.resolve(secret);
@@ -234,7 +260,10 @@ describe('key resolver across processes', () => {
     const warn = vi.fn();
     const a = await startProcess('goodbye', { heartbeatMs: 100, ackTimeoutMs: 300, log: { warn } });
     const b = await startProcess('goodbye', { heartbeatMs: 100 });
-    await until(() => a.resolver.stats().peers === 1 && b.resolver.stats().trusted);
+    await until(
+      'A to know B, and B to trust its cache',
+      () => a.resolver.stats().peers === 1 && b.resolver.stats().trusted,
+    );
 
     const silent = await newKey();
     await b.resolver.resolve(silent.secret);
@@ -254,7 +283,7 @@ describe('key resolver across processes', () => {
 
     b.proc.release();
     await b.resolver.stop();
-    await until(() => a.resolver.stats().peers === 0);
+    await until('A to hear that B left', () => a.resolver.stats().peers === 0);
     const gone = await newKey();
     const t1 = performance.now();
     await a.resolver.evict(gone.hash);

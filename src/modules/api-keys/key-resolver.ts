@@ -9,7 +9,7 @@ import { createRevocations, type RevocationOptions } from './revocation';
 export type ResolvedKey = KeyGrant;
 
 export interface KeyCacheStats {
-  /** Lookups answered from memory. */
+  /** Lookups answered from memory (a secret that recently found no key included). */
   hits: number;
   /** Lookups that went to the database. */
   misses: number;
@@ -23,6 +23,9 @@ export interface KeyCacheStats {
 export interface KeyResolverOptions extends RevocationOptions {
   ttlMs?: number;
   maxEntries?: number;
+  /** How long a secret that found no key is answered from memory (default 60 s), and how many are kept. */
+  unknownTtlMs?: number;
+  maxUnknown?: number;
   /**
    * The workspace settings a key carries (its rate limits), read per request from the settings
    * accessor (modules/workspaces, wired by runtime.ts), so a change applies on the next request
@@ -35,6 +38,11 @@ export interface KeyResolverOptions extends RevocationOptions {
 export interface KeyResolver extends KeyLookup {
   /** The active key with this raw secret, or null; synchronous when the key and its settings are cached. */
   resolve(rawSecret: string): MaybePromise<ResolvedKey | null>;
+  /**
+   * The same, from the secret's stored hash: what a console session holds instead of the secret
+   * (modules/console), so that a session is checked through this cache and its revocation protocol.
+   */
+  resolveHash(hash: string): MaybePromise<ResolvedKey | null>;
   /**
    * Drops a revoked key here, and resolves once every other live process has confirmed that it
    * dropped it too (or after `ackTimeoutMs`, logged): the caller answers the DELETE only then.
@@ -60,6 +68,20 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
   const maxEntries = opts.maxEntries ?? 10_000;
   type Entry = { key: ResolvedKey; expires: number; granted?: ResolvedKey };
   const cache = new Map<string, Entry>();
+  const unknownTtlMs = opts.unknownTtlMs ?? 60_000;
+  const maxUnknown = opts.maxUnknown ?? 10_000;
+  /**
+   * Hashes that found no key, until when. Secrets are 256 random bits, so one that matches nothing
+   * now will not match a key created later (the one chosen secret, CDP_INITIAL_ADMIN_KEY, is stored
+   * before the service serves): a page that keeps sending a revoked or mistyped key costs a lookup
+   * a minute, not one per request. The oldest entry leaves first when full.
+   */
+  const unknown = new Map<string, number>();
+  const rememberUnknown = (hash: string) => {
+    unknown.delete(hash);
+    if (unknown.size >= maxUnknown) unknown.delete(unknown.keys().next().value!);
+    unknown.set(hash, Date.now() + unknownTtlMs);
+  };
   /** Bumped by every eviction: a lookup that started before one must not fill the cache. */
   let generation = 0;
   let hits = 0;
@@ -96,6 +118,7 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
     const row = await repo.findActiveKeyByHash(db, hash);
     if (!row) {
       cache.delete(hash);
+      rememberUnknown(hash);
       return null;
     }
     const key: ResolvedKey = {
@@ -112,21 +135,34 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
     return withSettings(key);
   }
 
+  const byHash = (hash: string): MaybePromise<ResolvedKey | null> => {
+    const useCache = revocations.trusted();
+    if (useCache) {
+      const hit = cache.get(hash);
+      if (hit && hit.expires > Date.now()) {
+        hits++;
+        return withSettings(hit.key, hit);
+      }
+    }
+    const unknownUntil = unknown.get(hash);
+    if (unknownUntil !== undefined) {
+      if (unknownUntil > Date.now()) {
+        hits++;
+        return null;
+      }
+      unknown.delete(hash);
+    }
+    return lookup(hash, useCache);
+  };
+
   return {
     // Not async: a warm key is answered without a promise (every ingested event comes through here).
     resolve(rawSecret) {
       if (!SECRET_SHAPE.test(rawSecret)) return null;
-      const hash = hashKey(rawSecret);
-      const useCache = revocations.trusted();
-      if (useCache) {
-        const hit = cache.get(hash);
-        if (hit && hit.expires > Date.now()) {
-          hits++;
-          return withSettings(hit.key, hit);
-        }
-      }
-      return lookup(hash, useCache);
+      return byHash(hashKey(rawSecret));
     },
+
+    resolveHash: byHash,
 
     async evict(hash) {
       drop(hash);

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery } from '../../platform/cursor';
-import { MAX_AMOUNT, MAX_TEXT } from './order-payload';
+import { MAX_AMOUNT, MAX_TEXT } from '../ingest';
 
 // NUL and unpaired surrogates are refused for every input before these schemas run (the text rule,
 // platform/http/text-rule.ts), so no pattern here repeats it.

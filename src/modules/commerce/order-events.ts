@@ -1,9 +1,9 @@
 import type { Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { isUuid } from '../../platform/ids';
+import { type NormalizedOrder, type OrderItem, productsOf, readOrderPayload } from '../ingest';
 import { writeOutbox, writeOutboxMany } from '../outbox';
-import { storeOrderSummary } from '../profiles';
-import { type NormalizedOrder, type OrderItem, productsOf, readOrderPayload } from './order-payload';
+import { getProfileSummaries, type ProfileSummary, storeOrderSummary } from '../profiles';
 import * as ordersRepo from './orders.repo';
 import * as productsRepo from './products.repo';
 
@@ -141,10 +141,18 @@ export async function applyOrderEvents(
     const ids = spenders.get(o.workspace_id) ?? new Set<string>();
     spenders.set(o.workspace_id, ids.add(o.profile_id));
   }
-  for (const [workspaceId, ids] of spenders) await recomputeOrderSummary(tx, workspaceId, [...ids]);
+  const who = new Map<string, ProfileSummary>();
+  for (const [workspaceId, ids] of spenders) {
+    await recomputeOrderSummary(tx, workspaceId, [...ids]);
+    for (const [id, summary] of await getProfileSummaries(tx, workspaceId, [...ids])) who.set(id, summary);
+  }
   await writeOutboxMany(
     tx,
-    completed.map((o) => ({ workspaceId: o.workspace_id, type: 'order.completed', data: completedFact(o) })),
+    completed.map((o) => ({
+      workspaceId: o.workspace_id,
+      type: 'order.completed',
+      data: completedFact(o, o.profile_id === null ? null : (who.get(o.profile_id) ?? null)),
+    })),
   );
 
   for (const index of [...existing, ...later].sort((a, b) => a - b)) {
@@ -192,41 +200,68 @@ const newOrder = (e: OrderEvent, order: NormalizedOrder): ordersRepo.NewOrder =>
 
 /** First completion of an order: revenue for its profile and one `order.completed` fact. */
 async function orderCompleted(tx: Queryable, workspaceId: string, o: ordersRepo.OrderRow): Promise<void> {
-  if (o.profile_id !== null) await recomputeOrderSummary(tx, workspaceId, [o.profile_id]);
-  await writeOutbox(tx, workspaceId, 'order.completed', completedFact(o));
+  let who: ProfileSummary | null = null;
+  if (o.profile_id !== null) {
+    await recomputeOrderSummary(tx, workspaceId, [o.profile_id]);
+    who = (await getProfileSummaries(tx, workspaceId, [o.profile_id])).get(o.profile_id) ?? null;
+  }
+  await writeOutbox(tx, workspaceId, 'order.completed', completedFact(o, who));
 }
 
-const completedFact = (o: ordersRepo.OrderRow): Record<string, unknown> => ({
+/**
+ * Line items carried by an order.completed fact, as JSON: an order's items may reach 500 (about
+ * 350 KB at the field limits); past this, the fact carries the first items that fit and counts the
+ * rest (docs/webhooks.md, "Size").
+ */
+export const FACT_ITEMS_BYTES = 32 * 1024;
+
+export function boundedItems(items: readonly OrderItem[]): { items: OrderItem[]; items_omitted: number } {
+  let bytes = 2;
+  const kept: OrderItem[] = [];
+  for (const item of items) {
+    bytes += Buffer.byteLength(JSON.stringify(item)) + 1;
+    if (bytes > FACT_ITEMS_BYTES) break;
+    kept.push(item);
+  }
+  return { items: kept, items_omitted: items.length - kept.length };
+}
+
+const completedFact = (o: ordersRepo.OrderRow, who: ProfileSummary | null): Record<string, unknown> => ({
   order_id: o.order_id,
   profile_id: o.profile_id,
   status: o.status,
   total: o.total,
   currency: o.currency,
-  items: o.items,
+  ...boundedItems(o.items),
   occurred_at: iso(o.occurred_at),
   event_id: o.event_id,
+  profile: who,
 });
 
 /**
  * Profile merge support: the orders of merged-away profiles now belong to their survivors, whose
- * total_spend is recomputed (and the merged-away profiles' drop to 0). Runs in the merge's
- * transaction; a worker batch passes all its merges at once (two statements however many); a no-op
- * when none of the merged-away profiles had orders.
+ * order summaries are recomputed (and the merged-away profiles' drop to 0). Runs in the merge's
+ * transaction; a worker batch passes all its merges at once (two statements however many, one when
+ * none of the merged-away profiles had orders). Answers how many orders moved and the moves that
+ * moved any (for the caller's report; the merge workflow marks every merged pair anyway).
  */
 export async function reassignOrders(
   tx: Queryable,
   workspaceId: string,
   moves: ReadonlyArray<{ from: string; to: string }>,
-): Promise<void> {
+): Promise<{ moved: number; moves: Array<{ from: string; to: string }> }> {
   const byFrom = new Map<string, string>();
   for (const m of moves) if (m.from !== m.to && isUuid(m.from)) byFrom.set(m.from, m.to);
-  if (byFrom.size === 0) return;
-  const touched = await ordersRepo.moveOrders(
+  if (byFrom.size === 0) return { moved: 0, moves: [] };
+  const moved = await ordersRepo.moveOrders(
     tx,
     workspaceId,
     [...byFrom].map(([from, to]) => ({ from, to })),
   );
+  const pairs = new Map(moved.map((m) => [m.from, m]));
+  const touched = [...new Set(moved.flatMap((m) => [m.from, m.to]))];
   if (touched.length > 0) await recomputeOrderSummary(tx, workspaceId, touched);
+  return { moved: moved.length, moves: [...pairs.values()] };
 }
 
 /**

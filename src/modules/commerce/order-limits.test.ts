@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../../test/expect-error';
 import { startTestService, type TestService } from '../../../test/harness';
+import { MAX_AMOUNT, MAX_ITEMS, MAX_TEXT } from '../ingest';
 import { insertTestEvents, waitProcessed } from '../processing/processing.test-kit';
-import { MAX_AMOUNT, MAX_ITEMS } from './order-payload';
+import { boundedItems, FACT_ITEMS_BYTES } from './order-events';
 
 /**
  * Numbers that cannot be stored never vanish: amounts and quantities are bounded at the door (400
@@ -164,5 +165,25 @@ describe('an order the worker cannot record', () => {
     expect(letter.reason).toBe(`order not recorded: total must be a number from 0 to ${MAX_AMOUNT}`);
     const profile = await svc.call('GET', '/tenant/profiles?identity=late@example.com');
     expect(profile.body.data).toHaveLength(1);
+  });
+});
+
+describe('the items an order.completed fact carries', () => {
+  it('are all of them when they fit, and the first that fit within 32 KiB with a count of the rest', () => {
+    const item = (i: number) => ({
+      product_id: `p${i}-${'x'.repeat(MAX_TEXT - 10)}`,
+      name: 'n'.repeat(MAX_TEXT),
+      price: MAX_AMOUNT,
+      quantity: 1,
+      category: 'c'.repeat(MAX_TEXT),
+    });
+    const few = Array.from({ length: 3 }, (_, i) => item(i));
+    expect(boundedItems(few)).toEqual({ items: few, items_omitted: 0 });
+    const all = Array.from({ length: MAX_ITEMS }, (_, i) => item(i));
+    const bounded = boundedItems(all);
+    expect(Buffer.byteLength(JSON.stringify(bounded.items))).toBeLessThanOrEqual(FACT_ITEMS_BYTES);
+    expect(bounded.items).toEqual(all.slice(0, bounded.items.length));
+    expect(bounded.items.length + bounded.items_omitted).toBe(MAX_ITEMS);
+    expect(bounded.items_omitted).toBeGreaterThan(0);
   });
 });

@@ -1,5 +1,6 @@
 import type { Queryable } from '../../platform/db';
-import type { OrderItem } from './order-payload';
+import { movesFrom, movesParams, type ProfileMove, probeEach } from '../../platform/db/moves';
+import type { OrderItem } from '../ingest';
 
 /** SQL of orders (one per merchant order_id and workspace). */
 
@@ -166,23 +167,26 @@ export async function summarizeCompletedOrders(
 }
 
 /**
- * Re-points the orders of each merged-away profile (`from`) to its survivor (`to`); returns every
- * profile id, on either side, whose orders changed hands.
+ * Moves the orders of merged-away profiles to their survivors, found by one probe of the profile
+ * index per move (probeEach: a join of the moves to the table lets a planner without statistics
+ * hash all of it, and the pipeline runs this for every batch with merges). Answers each moved
+ * order's old and new profile.
  */
 export async function moveOrders(
   q: Queryable,
   workspaceId: string,
-  moves: ReadonlyArray<{ from: string; to: string }>,
-): Promise<string[]> {
+  moves: readonly ProfileMove[],
+): Promise<Array<{ from: string; to: string }>> {
   if (moves.length === 0) return [];
   const { rows } = await q.query<{ from_id: string; to_id: string }>(
-    `UPDATE orders o SET profile_id = m.to_id, updated_at = now()
-       FROM jsonb_to_recordset($2::jsonb) AS m(from_id uuid, to_id uuid)
-      WHERE o.workspace_id = $1 AND o.profile_id = m.from_id
-     RETURNING m.from_id, m.to_id`,
-    [workspaceId, JSON.stringify(moves.map((m) => ({ from_id: m.from, to_id: m.to })))],
+    `UPDATE orders o SET profile_id = x.to_id, updated_at = now()
+       FROM (SELECT r.k AS key, m.from_id, m.to_id FROM ${movesFrom(2)}
+               ${probeEach('orders', 'x.workspace_id = $1 AND x.profile_id = m.from_id', 'r', 'x.seq AS k')}) AS x
+      WHERE o.seq = x.key
+     RETURNING x.from_id, x.to_id`,
+    [workspaceId, ...movesParams(moves)],
   );
-  return [...new Set(rows.flatMap((r) => [r.from_id, r.to_id]))];
+  return rows.map((r) => ({ from: r.from_id, to: r.to_id }));
 }
 
 /** Newest first, keyset (occurred_at, seq) descending; occurred_at has millisecond precision. */
@@ -214,7 +218,7 @@ export async function listOrders(
 }
 
 /**
- * Erasure (contract §5): the orders of these profiles stay for the books but lose their personal
+ * Erasure (docs/profiles.md): the orders of these profiles stay for the books but lose their personal
  * link. Returns how many were unlinked.
  */
 export async function unlinkOrdersOfProfiles(

@@ -2,9 +2,9 @@ import { type CursorCodec, type Page, type PageRequest, toPage } from '../../pla
 import type { Db, Queryable } from '../../platform/db';
 import { notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
+import type { OrderItem } from '../ingest';
 import { findLiveProfileId } from '../profiles';
 import { keyset } from './keyset';
-import type { OrderItem } from './order-payload';
 import * as repo from './orders.repo';
 
 export interface OrderView {
@@ -64,7 +64,7 @@ export async function getOrder(db: Db, workspaceId: string, orderId: string): Pr
 }
 
 /**
- * Profile erasure (contract §5): the profiles' orders stay for the books but lose their link.
+ * Profile erasure (docs/profiles.md): the profiles' orders stay for the books but lose their link.
  * Returns how many orders were unlinked. Runs in the erasure's transaction.
  */
 export function unlinkOrdersOfProfiles(

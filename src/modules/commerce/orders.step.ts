@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Queryable } from '../../platform/db';
 import { type Settlement, type StepResult, settled } from '../../platform/pipeline';
+import { readOrder } from '../ingest';
 import { applyOrderEvents } from './order-events';
-import { readOrder } from './order-payload';
 
 /**
  * The pipeline's orders step: order events become orders and products, and completed ones count

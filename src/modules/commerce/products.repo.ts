@@ -1,5 +1,5 @@
 import type { Queryable } from '../../platform/db';
-import type { OrderItem } from './order-payload';
+import type { OrderItem } from '../ingest';
 
 /** SQL of the product catalogue. */
 

@@ -134,6 +134,17 @@ export const COMPANIES = [
 export const DOMAINS = ['example.com', 'example.org', 'example.net'];
 export const COUNTRIES = ['US', 'US', 'US', 'CA', 'GB', 'DE', 'FR', 'NL', 'AU', 'JP', 'BR', 'IN'];
 export const PLANS = ['free', 'starter', 'pro', 'enterprise'];
+export const BILLING = ['monthly', 'yearly'];
+/** Company sizes as sales records them: head counts, or a band. */
+export const COMPANY_SIZES: ReadonlyArray<number | string> = [10, 50, 100, 500, 'enterprise'];
+/** Tags and the chance a customer has each (`newsletter` follows the newsletter trait). */
+export const TAGS: ReadonlyArray<[string, number]> = [
+  ['vip', 0.1],
+  ['beta', 0.05],
+  ['wholesale', 0.03],
+];
+/** Customers in these countries pay in euros. */
+export const EURO_COUNTRIES = new Set(['DE', 'FR', 'NL']);
 export const PLAN_WEIGHTS = [50, 30, 15, 5];
 export const SOURCES = ['organic', 'google_ads', 'newsletter', 'instagram', 'referral'];
 export const SOURCE_WEIGHTS = [40, 25, 15, 12, 8];

@@ -13,7 +13,7 @@ const EIGHTEEN_MONTHS = 18 * 30.5 * 86_400_000;
 const all = (seed: number, customers: number) => [...generateDemoEvents({ seed, customers, now })];
 const dataset = all(7, 400);
 
-/** The ingest path's own validator: the schema (as the app compiles it) plus the contract rules. */
+/** The ingest path's own validator: the schema (as the app compiles it) plus the ingest rules. */
 const validateSchema = addFormats
   .default(new Ajv({ allErrors: true, strict: false }))
   .compile(IngestEventSchema);
@@ -39,7 +39,7 @@ describe('the demo dataset', () => {
     );
   });
 
-  it('holds only events the ingest endpoint accepts (contract §4)', () => {
+  it('holds only events the ingest endpoint accepts (docs/ingestion.md)', () => {
     const bad = dataset.map((ev) => ({ ev, problems: problemsOf(ev) })).filter((x) => x.problems.length > 0);
     expect(bad.slice(0, 3)).toEqual([]);
     for (const ev of dataset)

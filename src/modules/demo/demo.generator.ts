@@ -1,8 +1,11 @@
 import {
+  BILLING,
   CATALOGUE,
   COMPANIES,
+  COMPANY_SIZES,
   COUNTRIES,
   DOMAINS,
+  EURO_COUNTRIES,
   FIRST,
   LAST,
   PAGES,
@@ -10,6 +13,7 @@ import {
   PLANS,
   SOURCE_WEIGHTS,
   SOURCES,
+  TAGS,
   WEIGHTS,
 } from './demo.catalogue';
 import { ascii, fillOrder, refererOf } from './demo.draws';
@@ -17,7 +21,7 @@ import { createRng, mixSeed } from './prng';
 
 /**
  * The synthetic dataset behind `cdp demo`, pure: a seed, a customer count and a clock in, ingestion
- * events out (contract §4 shapes, exactly what a client would POST). Each customer draws from its
+ * events out (docs/ingestion.md shapes, exactly what a client would POST). Each customer draws from its
  * own random stream (seeded by the dataset seed and the customer's number), so customer i is the
  * same whatever the count, and events stream out one customer at a time in constant memory.
  *
@@ -34,6 +38,11 @@ import { createRng, mixSeed } from './prng';
  *   order scatters around it (gamma); the order is then filled with catalogue items, and its total
  *   is exactly the sum of its lines;
  * - a few orders are refunded some days later (a second event for the same order_id).
+ *
+ * Its traits have the nested shape docs/segments.md queries (`plan.tier`, `company.domain`,
+ * `company.size`, `tags`), and its events the names it counts (`Product Viewed` with a `price`,
+ * `Checkout Completed`), so every example there finds members in the demo workspace
+ * (segments/docs-examples.test.ts checks it).
  */
 
 export type { Product } from './demo.catalogue';
@@ -166,16 +175,24 @@ function simulateCustomer(opts: DemoOptions, i: number): DemoEvent[] {
   const email = `${ascii(first)}.${ascii(last)}.${i + 1}@${rng.pick(DOMAINS)}`;
   const plan = PLANS[rng.weighted(PLAN_WEIGHTS)]!;
   t += rng.int(1, 10) * MINUTE;
+  const country = rng.pick(COUNTRIES);
+  const newsletter = rng.chance(0.4);
   const traits: Record<string, unknown> = {
     email,
     first_name: first,
     last_name: last,
-    plan,
-    country: rng.pick(COUNTRIES),
+    plan: { tier: plan, billing: rng.pick(BILLING) },
+    country,
     signup_source: SOURCES[rng.weighted(SOURCE_WEIGHTS)]!,
-    newsletter: rng.chance(0.4),
+    newsletter,
+    tags: [...(newsletter ? ['newsletter'] : []), ...TAGS.filter(([, p]) => rng.chance(p)).map(([t]) => t)],
   };
-  if (plan !== 'free' || rng.chance(0.2)) traits.company = rng.pick(COMPANIES);
+  if (plan !== 'free' || rng.chance(0.2)) {
+    const name = rng.pick(COMPANIES);
+    const domain = `${ascii(name.split(' ')[0]!).toLowerCase()}.example`;
+    traits.company = { name, domain, size: rng.pick(COMPANY_SIZES) };
+  }
+  const currency = EURO_COUNTRIES.has(country) ? 'EUR' : 'USD';
   emit(t, device, 'identify', 'Signed Up', traits);
   const known: Session = { anon: device.anon, identity: email };
 
@@ -188,7 +205,7 @@ function simulateCustomer(opts: DemoOptions, i: number): DemoEvent[] {
   if (rng.chance(MODEL.planUpgradeRate) && plan !== 'enterprise') {
     const next = PLANS[PLANS.indexOf(plan) + 1]!;
     emit(t + rng.exponential(1 / (60 * DAY)), known, 'identify', 'Plan Changed', {
-      plan: next,
+      plan: { tier: next },
       previous_plan: plan,
     });
   }
@@ -214,10 +231,11 @@ function simulateCustomer(opts: DemoOptions, i: number): DemoEvent[] {
     const total = lines.reduce((sum, l) => sum + cents(l.price) * l.quantity, 0) / 100;
     const orderId = `D${opts.seed}-${i + 1}-${orderNo}`;
     const orderAt = sessionEnd + rng.int(1, 8) * MINUTE;
+    emit(orderAt - 1000, known, 'track', 'Checkout Completed', { order_id: orderId, total, currency });
     emit(orderAt, known, 'order', 'Order Completed', {
       order_id: orderId,
       total,
-      currency: 'USD',
+      currency,
       status: 'completed',
       items: lines,
     });
@@ -225,7 +243,7 @@ function simulateCustomer(opts: DemoOptions, i: number): DemoEvent[] {
       emit(orderAt + rng.int(2, 20) * DAY, known, 'order', 'Order Refunded', {
         order_id: orderId,
         total,
-        currency: 'USD',
+        currency,
         status: 'refunded',
         items: lines,
       });

@@ -1,14 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, startTestService, type TestService, testEnv } from '../../../test/harness';
-import { ConfigError, loadConfig } from '../../config';
-import { WORKERS } from '../../worker';
+import { waitUntil } from '../../../test/wait';
+import { loadConfig } from '../../config';
+import { openDb } from '../../platform/db';
+import { migrate } from '../../platform/db/migrate';
 import { normalizeEvent } from '../ingest';
-import { runDemoCommand } from './demo.command';
+import { parseDemoOptions, runDemo } from './demo.command';
 import { generateDemoEvents } from './demo.generator';
 import { loadDemoDataset } from './demo.service';
 
@@ -21,15 +18,6 @@ afterAll(async () => svc?.close());
 const now = new Date();
 const countRows = async (sql: string, params: unknown[]) =>
   (await svc.rt.deps.db.query<{ n: number }>(sql, params)).rows[0]!.n;
-
-/** A port nothing listens on (so the "is a service running?" probe finds none). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 describe('loading the demo dataset', () => {
   it('queues every event of the dataset in the workspace’s event log, once', async () => {
@@ -71,22 +59,19 @@ describe('loading the demo dataset', () => {
     expect(rows.some((r) => r.event_type === 'order')).toBe(true);
   });
 
-  // The processing worker turns the events into profiles and orders; once it is registered in
-  // src/worker.ts this checks the whole path, from demo events to total_spend.
-  const processor = WORKERS.find((w) => /event|process|pipeline/i.test(w.name));
-  it.skipIf(!processor)('becomes profiles with orders and total_spend once processed', async () => {
+  // The service's processing worker turns the events into profiles and orders: the whole path,
+  // from demo events to total_spend.
+  it('becomes profiles with orders and total_spend once processed', async () => {
     const ws = await svc.newWorkspace('demo-processed');
     await loadDemoDataset(svc.rt.deps.db, ws.id, { seed: 5, customers: 60, now });
-    const deadline = Date.now() + 90_000;
-    while (
-      (await countRows(
-        'SELECT count(*)::int AS n FROM events e WHERE e.workspace_id = $1 AND e.seq IN (SELECT seq FROM event_backlog)',
-        [ws.id],
-      )) > 0
-    ) {
-      expect(Date.now()).toBeLessThan(deadline);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitUntil(
+      async () =>
+        (await countRows(
+          'SELECT count(*)::int AS n FROM events e WHERE e.workspace_id = $1 AND e.seq IN (SELECT seq FROM event_backlog)',
+          [ws.id],
+        )) === 0,
+      { what: 'the demo events to be processed', timeoutMs: 90_000, intervalMs: 200 },
+    );
     const spenders = await countRows(
       'SELECT count(*)::int AS n FROM profiles WHERE workspace_id = $1 AND total_spend > 0',
       [ws.id],
@@ -108,10 +93,13 @@ describe('loading the demo dataset', () => {
 describe('cdp demo', () => {
   it('bootstraps the default workspace of an empty database, prints its key once, and loads into it', async () => {
     // testEnv gives an in-memory PGlite, or a fresh PostgreSQL schema when DATABASE_URL is set.
-    const config = loadConfig(testEnv({ PORT: String(await freePort()) }));
+    const config = loadConfig(testEnv());
     const lines: string[] = [];
+    const db = await openDb(config);
     try {
-      const summary = await runDemoCommand(config, { customers: '25', seed: '9' }, (l) => lines.push(l));
+      await migrate(db);
+      const options = parseDemoOptions({ customers: '25', seed: '9' });
+      const summary = await runDemo(db, config, options, (l) => lines.push(l));
       expect(summary.stored).toBe(summary.events);
       expect(lines.join('\n')).toMatch(/Created workspace "default".*\n[\s\S]*cdp_sk_/);
       expect(lines.at(-1)).toBe(
@@ -119,6 +107,7 @@ describe('cdp demo', () => {
           `${summary.orders} orders); they are processed by the running service (or on next start).`,
       );
     } finally {
+      await db.close();
       if (config.databaseUrl && config.databaseSchema)
         await dropSchema(config.databaseUrl, config.databaseSchema);
     }
@@ -129,27 +118,7 @@ describe('cdp demo', () => {
     [{ customers: 'many' }, /--customers/],
     [{ seed: '-1' }, /--seed/],
     [{ workspace: 'default' }, /--workspace must be a workspace id/],
-  ])('refuses %j', async (opts, message) => {
-    const config = loadConfig({ DATA_DIR: ':memory:', LOG_LEVEL: 'silent' });
-    await expect(runDemoCommand(config, opts, () => {})).rejects.toThrow(message);
-  });
-
-  it('refuses to open an embedded database that a running service has open', async () => {
-    const server: Server = createServer((_req, res) => res.end('{"status":"ok"}'));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const dir = mkdtempSync(join(tmpdir(), 'cdp-demo-busy-'));
-    try {
-      const config = loadConfig({
-        DATA_DIR: dir,
-        PORT: String((server.address() as AddressInfo).port),
-        LOG_LEVEL: 'silent',
-      });
-      const run = runDemoCommand(config, {}, () => {});
-      await expect(run).rejects.toBeInstanceOf(ConfigError);
-      await expect(run).rejects.toThrow(/stop it first/);
-    } finally {
-      await new Promise((r) => server.close(r));
-      rmSync(dir, { recursive: true, force: true });
-    }
+  ])('refuses %j', (opts, message) => {
+    expect(() => parseDemoOptions(opts)).toThrow(message);
   });
 });

@@ -175,7 +175,7 @@ export function createGraphBatch(): GraphBatch {
       const missing = [...new Set(profileIds)].filter((id) => !view(id).loaded);
       if (missing.length === 0) return;
       const [held, counts] = await Promise.all([
-        repo.findIdentifiersOfProfiles(tx, missing),
+        repo.listIdentifiersOfProfiles(tx, missing, { anonymous: false }),
         mergedCounts(tx, missing),
       ]);
       for (const id of missing) {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 
 /**
- * Identifier classification and normalization (contract §5), pure.
+ * Identifier classification and normalization (docs/profiles.md), pure.
  *
  * `identity` is classified: contains `@` → email (trimmed, lower-cased); `+` then digits → phone in
  * E.164; anything else → external id (trimmed, case kept: CRM ids are often case-sensitive).

@@ -210,17 +210,24 @@ export async function insertSuppressions(
   );
 }
 
-/** The non-anonymous identifiers each of these profiles holds (what the resolver compares). */
-export async function findIdentifiersOfProfiles(
+/**
+ * The identifiers of these profiles, oldest first per profile (as the profile reads show them), by
+ * one probe of the owner index per profile: every one, or without anonymous ids (what the resolver
+ * weighs: anonymous ids never conflict).
+ */
+export async function listIdentifiersOfProfiles(
   q: Queryable,
   profileIds: readonly string[],
+  opts: { anonymous: boolean } = { anonymous: true },
 ): Promise<Map<string, Array<{ type: IdentifierType; value: string }>>> {
   const out = new Map<string, Array<{ type: IdentifierType; value: string }>>();
   if (profileIds.length === 0) return out;
+  const named = opts.anonymous ? '' : " AND x.type <> 'anonymous_id'";
   const { rows } = await q.query<{ profile_id: string; type: IdentifierType; value: string }>(
-    `SELECT profile_id, type, value FROM identity_nodes
-      WHERE profile_id = ANY($1::uuid[]) AND type <> 'anonymous_id'`,
-    [profileIds],
+    `SELECT p.id AS profile_id, n.type, n.value FROM unnest($1::uuid[]) AS p(id)
+       ${probeEach('identity_nodes', `x.profile_id = p.id${named}`, 'n', 'x.type, x.value, x.first_seen')}
+      ORDER BY p.id, n.first_seen, n.type, n.value`,
+    [[...new Set(profileIds)]],
   );
   for (const r of rows) {
     const list = out.get(r.profile_id) ?? [];

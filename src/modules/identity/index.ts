@@ -25,6 +25,7 @@ export {
   findNodes,
   findSuppressed,
   insertEdges,
+  listIdentifiersOfProfiles,
   type NodeKey,
   type NodeRow,
   type NodeWrite,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINE, type Reply, startTestService, type TestService } from '../../../test/harness';
+import { letTimePass } from '../../../test/wait';
 import { insertTestEvents, waitProcessed } from '../processing/processing.test-kit';
 
 /**
@@ -119,6 +120,14 @@ async function expectConsistent(
     );
     expect(events.rows).toHaveLength(2 * set.length);
     for (const e of events.rows) expect(e.profile_id).toBe(survivor);
+    // Their typed property rows (segment `where` tests read them, migration 0029) moved with them.
+    const properties = await db().query<{ profile_id: string }>(
+      `SELECT w.profile_id FROM events e JOIN event_properties w ON w.seq = e.seq
+        WHERE e.workspace_id = $1 AND e.identity = ANY($2::text[])`,
+      [svc.ws.id, members],
+    );
+    expect(properties.rows.length).toBeGreaterThanOrEqual(2 * set.length);
+    for (const w of properties.rows) expect(w.profile_id).toBe(survivor);
     const orders = await db().query<{ profile_id: string }>(
       'SELECT o.profile_id FROM orders o WHERE o.workspace_id = $1 AND o.profile_id = ANY($2::uuid[])',
       [svc.ws.id, set],
@@ -249,7 +258,7 @@ describe('concurrent merges', () => {
             ],
             { unchecked: true },
           );
-          await new Promise((r) => setTimeout(r, 2));
+          await letTimePass(2, 'spread the events among the merges and reads in flight');
         }
       })();
       const pairs: Array<[string, string]> = [];

@@ -7,7 +7,7 @@ import * as repo from './identity.repo';
 import { decide } from './resolve';
 
 /**
- * The pipeline's identity step (contract §5): lock the profiles owning the batch's identifiers,
+ * The pipeline's identity step (docs/profiles.md): lock the profiles owning the batch's identifiers,
  * then, event by event in order, let the pure resolver (resolve.ts) say which profile the event
  * belongs to, and carry that out in the graph unit and, through the port, in the profiles unit.
  */
@@ -21,7 +21,7 @@ export interface ResolvableEvent {
   identity: Identifier | null;
   anonymous: Identifier | null;
   profileId: string | null;
-  /** The workspace's merge cap (settings.merge_cap); the contract's default when absent. */
+  /** The workspace's merge cap (settings.merge_cap); the documented default when absent. */
   mergeCap?: number;
 }
 
@@ -115,7 +115,8 @@ export async function resolveIdentities(
         profileId = d.primary;
         profiles.merge(d.primary, d.secondary, e.eventId, e.at);
         graph.merge(ws, d.primary, d.secondary);
-        log.info(
+        // Each merge at debug; the processing loop says how many a batch merged at info.
+        log.debug(
           { workspace_id: ws, event_id: e.eventId, primary: d.primary, merged: d.secondary },
           'profiles merged',
         );

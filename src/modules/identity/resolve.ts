@@ -1,13 +1,13 @@
 import type { Identifier, IdentifierType } from './identifiers';
 
 /**
- * The identity resolver's decision for one event (contract §5), pure: given who owns the event's
+ * The identity resolver's decision for one event (docs/profiles.md), pure: given who owns the event's
  * identity and anonymous id, say which profile the event belongs to and what changes in the graph.
  * The worker and the API shells do the reading and writing.
  */
 
 /**
- * Most merged-away ids one profile may hold by default (contract §5); a workspace may set its own
+ * Most merged-away ids one profile may hold by default (docs/profiles.md); a workspace may set its own
  * (`settings.merge_cap`). A merge past the cap is refused (and logged by the shell).
  */
 export const MERGE_CAP = 100;

@@ -4,10 +4,10 @@ import type { Queryable } from '../../platform/db';
 import { AppError, type ErrorDetail } from '../../platform/errors';
 import { validationDetails } from '../../platform/http/errors-handler';
 import { newSortableId } from '../../platform/ids';
-import { withOrderDefaults } from '../commerce/order-payload';
 import * as repo from './ingest.repo';
 import { checkEvent } from './ingest.rules';
 import { type IngestEvent, IngestEventSchema } from './ingest.schemas';
+import { withOrderDefaults } from './order-payload';
 
 /**
  * The one way into the event log. Every writer (the HTTP routes through the group commit, the demo
@@ -36,7 +36,7 @@ export interface EventSource {
  * node per cookie), `timestamp` as UTC ISO (the time of receipt when absent), and the order defaults
  * (currency upper-case, USD by default; status canonical, completed by default: order-payload.ts).
  * `identity` is stored as sent: the identity resolver classifies it (an e-mail is trimmed and
- * lower-cased there, contract §5), and the log keeps what the client said.
+ * lower-cased there, docs/profiles.md), and the log keeps what the client said.
  */
 export function normalizeEvent(ev: NewEvent, src: EventSource): repo.NewEventRow {
   const payload = ev.payload ?? {};

@@ -6,7 +6,7 @@ import * as repo from './erase.repo';
  * in the caller's transaction, after the caller locked the profiles (the one lock order).
  */
 
-/** Erasure (contract §5): the processed events of these profiles go; returns how many. */
+/** Erasure (docs/profiles.md): the processed events of these profiles go; returns how many. */
 export function eraseEventsOfProfiles(
   q: Queryable,
   workspaceId: string,

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { createGroupCommit, GroupCommitRefused } from './group-commit';
 
 /** A flush whose commits the test completes by hand, recording what each flush carried. */
@@ -115,6 +115,11 @@ describe('adaptive group commit', () => {
   });
 
   it('refuses items that waited too long for a flush to start (a hung database), storing none of them', async () => {
+    // The wait is timed on an injected clock: 30 ms pass when the test says so, not when they do.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
     const store = manualStore();
     const gc = createGroupCommit({ flush: store.flush, maxInFlight: 1, maxWaitMs: 30 });
     const first = gc.submit(1); // its flush hangs, like an INSERT on a dead connection
@@ -124,7 +129,9 @@ describe('adaptive group commit', () => {
         (e: unknown) => e,
       ),
     );
-    await new Promise((r) => setTimeout(r, 60));
+    await vi.advanceTimersByTimeAsync(29);
+    expect(gc.stats()).toMatchObject({ expired: 0, queuedWeight: 2 });
+    await vi.advanceTimersByTimeAsync(1);
     for (const outcome of await Promise.all(waiting))
       expect(outcome).toMatchObject({ name: 'GroupCommitRefused', reason: 'timeout' });
     expect(gc.stats()).toMatchObject({ expired: 2, queuedWeight: 0 });

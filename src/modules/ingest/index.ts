@@ -32,4 +32,31 @@ export {
 } from './event-record';
 export type { NewEventRow } from './ingest.repo';
 export { EVENT_TYPES, type EventType, LIMITS as INGEST_LIMITS } from './ingest.schemas';
-export { createEventWriter, type EventWriter, type EventWriterOptions } from './ingest.service';
+export {
+  createEventWriter,
+  type EventWriter,
+  type EventWriterOptions,
+  ingestBatch,
+} from './ingest.service';
+// The event contract's payload rules: what the door checks of an order's and an identify's payload,
+// and how the modules that apply those events read them (commerce, profiles).
+export {
+  checkOrderPayload,
+  DEFAULT_CURRENCY,
+  DEFAULT_STATUS,
+  MAX_AMOUNT,
+  MAX_ITEMS,
+  MAX_QUANTITY,
+  MAX_TEXT,
+  type NormalizedOrder,
+  ORDER_STATUSES,
+  type OrderItem,
+  type OrderStatus,
+  productsOf,
+  readOrder,
+  readOrderPayload,
+  withOrderDefaults,
+} from './order-payload';
+export { eventMinutesSince, pruneEventMinutes, receivedAtOfSeq } from './stats.repo';
+export { lastLogSeq, readLogTail, type TailRow } from './tail.repo';
+export { countTraitKeys, TOO_MANY_TRAIT_KEYS, TRAIT_LIMITS } from './trait-limits';

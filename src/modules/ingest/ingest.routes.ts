@@ -133,7 +133,7 @@ export function registerIngestRoutes(app: App, deps: AppDeps): void {
       bodyLimit: LIMITS.batchBodyBytes,
       validatorCompiler: arrayOnly(app),
       // Before validation: an oversized batch is refused without validating 1000+ items, and the
-      // batch tier is charged per event (contract §10) whether or not the events then validate.
+      // batch tier is charged per event (docs/api.md "Rate limits") whether or not the events then validate.
       // Then the items are validated here, in slices (checkBatchItems); the route's validator only
       // checks the array.
       preValidation: async (req, reply) => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_AMOUNT } from '../commerce/order-payload';
 import { checkBatch, checkEvent } from './ingest.rules';
+import { MAX_AMOUNT } from './order-payload';
 
 const NOW = Date.UTC(2025, 0, 1);
 const paths = (ev: unknown, at = '') => checkEvent(ev, at, NOW).map((e) => e.instancePath);

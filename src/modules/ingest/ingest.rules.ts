@@ -1,6 +1,6 @@
-import { checkOrderPayload } from '../commerce/order-payload';
-import { countTraitKeys, TOO_MANY_TRAIT_KEYS, TRAIT_LIMITS } from '../profiles/traits';
 import { LIMITS } from './ingest.schemas';
+import { checkOrderPayload } from './order-payload';
+import { countTraitKeys, TOO_MANY_TRAIT_KEYS, TRAIT_LIMITS } from './trait-limits';
 
 /**
  * The event rules a JSON schema expresses badly, as a pure function over the parsed body. It runs
@@ -51,7 +51,7 @@ export function checkEvent(ev: unknown, at: string, now: number): RuleError[] {
     const traitsOk = ev.event_type !== 'identify' || checkTraits(ev.payload, fail);
     if (traitsOk) checkPayload(ev.payload, fail);
   }
-  // The order rules are commerce's (order-payload.ts): one definition for the door and the worker.
+  // The order rules are the event contract's (order-payload.ts): one definition for the door and the worker.
   if (ev.event_type === 'order') checkOrderPayload(ev.payload, fail);
   return errors;
 }

@@ -1,15 +1,9 @@
 import { type Static, Type } from 'typebox';
-import {
-  DEFAULT_STATUS,
-  MAX_AMOUNT,
-  MAX_ITEMS,
-  MAX_QUANTITY,
-  ORDER_STATUSES,
-} from '../commerce/order-payload';
-import { TRAIT_LIMITS } from '../profiles/traits';
+import { DEFAULT_STATUS, MAX_AMOUNT, MAX_ITEMS, MAX_QUANTITY, ORDER_STATUSES } from './order-payload';
+import { TRAIT_LIMITS } from './trait-limits';
 
 /**
- * The ingestion event (spec "Ingestion event", contract §4). Everything a JSON schema can say is
+ * The ingestion event (docs/ingestion.md). Everything a JSON schema can say is
  * said here, so the OpenAPI document is the reference; the rules a schema says badly (either
  * `identity` or `anonymous_id`, order payloads, time bounds, payload depth) live in
  * ingest.rules.ts and report JSON-pointer paths the same way.

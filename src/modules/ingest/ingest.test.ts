@@ -98,7 +98,7 @@ describe('POST /api/ingest', () => {
     expect(res.status).toBe(202);
   });
 
-  it('stores order events with the contract defaults made explicit', async () => {
+  it('stores order events with the documented defaults made explicit', async () => {
     const res = await svc.call('POST', '/api/ingest', {
       key: ingestKey,
       body: {

@@ -9,7 +9,7 @@ import { RFM_SEGMENTS } from './models';
  * The demo workspace (`cdp demo`) as an analyst opens it: every customer with a completed order
  * carries an RFM label, a CLV and a churn risk, the others none, and the labels mean what they say.
  */
-// The contract's labels (§5), as the RFM table defines them.
+// The documented labels (docs/intelligence.md), as the RFM table defines them.
 const LABELS: readonly (string | null)[] = RFM_SEGMENTS;
 
 let svc: TestService;

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Queryable } from '../../platform/db';
 import { enqueue, type JobRunner, registerMaintenance, workspaceDrain } from '../../platform/jobs';
 import type { SettingsStore } from '../workspaces';
-import { drainDirty, fitAndRescore } from './intelligence.service';
+import { drainDirty } from './drain';
+import { fitAndRescore } from './intelligence.service';
 import * as rescoring from './rescoring.repo';
 
 /**
@@ -91,7 +92,7 @@ export async function registerIntelligenceJobs(
         'intelligence: workspace fitted',
       );
     },
-    { timeoutMs: 600_000 },
+    { timeoutMs: 600_000, lane: 'analytics' },
   );
   await runner.schedule('intelligence.sweep', 'every 1m', SCORE_QUEUE, { sweep: true });
   await runner.schedule('intelligence.refit', 'every 6h', FIT_QUEUE, { all: true });

@@ -1,6 +1,9 @@
 import type { Queryable } from '../../platform/db';
 
-/** SQL of the intelligence module's own tables (migrations/0012_intelligence.sql), and nothing else. */
+/**
+ * SQL of the intelligence module's own tables (migrations/0012_intelligence.sql), and nothing else;
+ * the back-tests' own are in backtests.repo.ts.
+ */
 
 export type FitKind = 'purchase' | 'spend' | 'rfm';
 
@@ -16,6 +19,9 @@ export interface FitRow {
   as_of: Date;
   fitted_at: Date;
   converged: boolean;
+  /** A back-test's rows: never the workspace's current fit (backtest.ts). */
+  backtest: boolean;
+  standard_errors: Record<string, number> | null;
 }
 
 /**
@@ -40,19 +46,25 @@ export async function lockWorkspaceScoresShared(q: Queryable, workspaceId: strin
 
 export async function insertFit(q: Queryable, rows: readonly Omit<FitRow, 'fitted_at'>[]): Promise<void> {
   await q.query(
-    `INSERT INTO model_fits (fit_id, kind, workspace_id, model, name, params, log_likelihood, customers, as_of, converged)
-     SELECT fit_id, kind, workspace_id, model, name, params, log_likelihood, customers, as_of, converged
+    `INSERT INTO model_fits (fit_id, kind, workspace_id, model, name, params, log_likelihood, customers, as_of,
+            converged, backtest, standard_errors)
+     SELECT fit_id, kind, workspace_id, model, name, params, log_likelihood, customers, as_of, converged, backtest,
+            standard_errors
        FROM jsonb_to_recordset($1::jsonb) AS r(fit_id text, kind text, workspace_id uuid, model text, name text,
-            params jsonb, log_likelihood float8, customers int, as_of timestamptz, converged boolean)`,
+            params jsonb, log_likelihood float8, customers int, as_of timestamptz, converged boolean,
+            backtest boolean, standard_errors jsonb)`,
     [JSON.stringify(rows)],
   );
 }
 
-/** The rows of the workspace's current (latest) fit; empty when it was never fitted. */
+/**
+ * The rows of the workspace's current fit, its latest live one (a back-test never is); empty when it
+ * was never fitted.
+ */
 export async function readCurrentFit(q: Queryable, workspaceId: string): Promise<FitRow[]> {
   const { rows } = await q.query<FitRow>(
     `SELECT * FROM model_fits WHERE workspace_id = $1
-        AND fit_id = (SELECT max(fit_id COLLATE "C") FROM model_fits WHERE workspace_id = $1)
+        AND fit_id = (SELECT max(fit_id COLLATE "C") FROM model_fits WHERE workspace_id = $1 AND NOT backtest)
       ORDER BY kind`,
     [workspaceId],
   );
@@ -70,7 +82,7 @@ export async function readFit(q: Queryable, workspaceId: string, fitId: string):
 
 export async function currentFitId(q: Queryable, workspaceId: string): Promise<string | null> {
   const { rows } = await q.query<{ id: string | null }>(
-    'SELECT max(fit_id COLLATE "C") AS id FROM model_fits WHERE workspace_id = $1',
+    'SELECT max(fit_id COLLATE "C") AS id FROM model_fits WHERE workspace_id = $1 AND NOT backtest',
     [workspaceId],
   );
   return rows[0]?.id ?? null;
@@ -105,6 +117,23 @@ export async function readScore(
 }
 
 /** Which of these profiles have an escalation standing (churn.risk_escalated sent, not yet fallen back). */
+/** The churn scores these profiles hold now (before a rescoring replaces them); unscored ones are absent. */
+export async function readChurnScores(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<Map<string, number>> {
+  if (profileIds.length === 0) return new Map();
+  const { rows } = await q.query<{ profile_id: string; churn_risk_score: number | null }>(
+    `SELECT s.profile_id, s.churn_risk_score FROM unnest($2::uuid[]) AS u(id)
+       JOIN customer_scores s ON s.profile_id = u.id WHERE s.workspace_id = $1`,
+    [workspaceId, profileIds],
+  );
+  return new Map(
+    rows.filter((r) => r.churn_risk_score !== null).map((r) => [r.profile_id, r.churn_risk_score!]),
+  );
+}
+
 export async function readEscalated(
   q: Queryable,
   workspaceId: string,
@@ -122,7 +151,10 @@ export async function readEscalated(
 }
 
 /** One profile's scores as rescoring computes them; the fit and the scoring date are the call's. */
-export type ScoreValues = Omit<ScoreRow, 'fit_id' | 'as_of'>;
+export type ScoreValues = Omit<ScoreRow, 'fit_id' | 'as_of'> & {
+  /** R·100 + F·10 + M, stored on the profile only (customer_scores keeps the label). */
+  rfm_score?: number;
+};
 
 /**
  * Stores a rescoring's scores, one statement per chunk, the columns as arrays (unnest): PostgreSQL
@@ -139,7 +171,6 @@ export async function upsertScores(
   rows: readonly ScoreValues[],
 ): Promise<void> {
   if (rows.length === 0) return;
-  const column = <K extends keyof ScoreValues>(k: K) => rows.map((r) => r[k]);
   await q.query(
     `INSERT INTO customer_scores (profile_id, workspace_id, fit_id, as_of, p_alive, expected_purchases,
             expected_order_value, predicted_clv, churn_risk_score, days_since_last_order, horizon_days, currency,
@@ -157,23 +188,30 @@ export async function upsertScores(
             churn_risk_score = excluded.churn_risk_score, days_since_last_order = excluded.days_since_last_order,
             horizon_days = excluded.horizon_days, currency = excluded.currency, rfm_segment = excluded.rfm_segment,
             escalated = excluded.escalated, scored_at = excluded.scored_at`,
-    [
-      workspaceId,
-      scoredBy.fitId,
-      scoredBy.asOf,
-      column('profile_id'),
-      column('p_alive'),
-      column('expected_purchases'),
-      column('expected_order_value'),
-      column('predicted_clv'),
-      column('churn_risk_score'),
-      column('days_since_last_order'),
-      column('horizon_days'),
-      column('currency'),
-      column('rfm_segment'),
-      column('escalated'),
-    ],
+    [workspaceId, scoredBy.fitId, scoredBy.asOf, ...scoreArrays(rows), rows.map((r) => r.escalated)],
   );
+}
+
+/**
+ * The columns both score tables hold (customer_scores, backtest_scores) as the arrays their INSERTs
+ * unnest, in this order: profile_id (uuid), p_alive, expected_purchases, expected_order_value,
+ * predicted_clv, churn_risk_score (float8), days_since_last_order, horizon_days (int), currency,
+ * rfm_segment (text).
+ */
+export function scoreArrays(rows: readonly Omit<ScoreValues, 'escalated'>[]): unknown[][] {
+  const column = <K extends keyof Omit<ScoreValues, 'escalated'>>(k: K) => rows.map((r) => r[k]);
+  return [
+    column('profile_id'),
+    column('p_alive'),
+    column('expected_purchases'),
+    column('expected_order_value'),
+    column('predicted_clv'),
+    column('churn_risk_score'),
+    column('days_since_last_order'),
+    column('horizon_days'),
+    column('currency'),
+    column('rfm_segment'),
+  ];
 }
 
 /** Scores of these profiles removed (no completed order by the scoring date any more). */

@@ -1,21 +1,22 @@
 import { Type } from 'typebox';
-import { Envelope, ok } from '../../platform/http/envelope';
+import { withinAnalyticsShare } from '../../platform/http/analytics-share';
+import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
+import { paged, pagedQuery, pageOf } from '../../platform/http/paging';
 import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
-import { fitNow, getChurn, getClv, listModels } from './intelligence.read';
-import {
-  ChurnSchema,
-  ClvSchema,
-  FitBody,
-  FitResultSchema,
-  ModelFitSchema,
-  ProfileIdParams,
-} from './intelligence.schemas';
+import { BacktestItemSchema, FitBody, FitResultSchema, FitSchema, ModelFitSchema } from './fit.schemas';
+import { fitNow, getChurn, getClv, getFit, listModels } from './intelligence.read';
+import { ChurnSchema, ClvSchema, FitIdParams, ProfileIdParams, ScoreQuery } from './intelligence.schemas';
+import { getSummary, listBacktests } from './intelligence.summary';
+import { SummarySchema } from './summary.schemas';
 
 const tags = ['intelligence'];
 const security = [{ apiKey: [] }];
 
-/** Contract §8: CLV and churn of a profile (read scope), the current fits, and a fit on demand (admin). */
+/**
+ * docs/intelligence.md: CLV and churn of a profile (read scope; under a back-test with `?fit=`), the current
+ * fit and any fit by id, and a fit on demand (admin): live as of now, or a back-test.
+ */
 export function registerIntelligenceRoutes(app: App, deps: AppDeps): void {
   app.get(
     '/intelligence/clv/:id',
@@ -24,12 +25,14 @@ export function registerIntelligenceRoutes(app: App, deps: AppDeps): void {
       schema: {
         tags,
         security,
-        summary: 'Predicted customer lifetime value of a profile, with the model it came from.',
+        summary:
+          'Predicted customer lifetime value of a profile, with the model it came from (with `fit`, under that back-test).',
         params: ProfileIdParams,
+        querystring: ScoreQuery,
         response: { 200: Envelope(ClvSchema) },
       },
     },
-    async (req) => ok(await getClv(deps.db, deps.settings, workspaceOf(req), req.params.id)),
+    async (req) => ok(await getClv(deps.db, deps.settings, workspaceOf(req), req.params.id, req.query.fit)),
   );
 
   app.get(
@@ -39,12 +42,14 @@ export function registerIntelligenceRoutes(app: App, deps: AppDeps): void {
       schema: {
         tags,
         security,
-        summary: 'Churn risk of a profile (1 − P(alive)) against the workspace threshold.',
+        summary:
+          'Churn risk of a profile (1 − P(alive)) against the workspace threshold (with `fit`, under that back-test).',
         params: ProfileIdParams,
+        querystring: ScoreQuery,
         response: { 200: Envelope(ChurnSchema) },
       },
     },
-    async (req) => ok(await getChurn(deps.db, deps.settings, workspaceOf(req), req.params.id)),
+    async (req) => ok(await getChurn(deps.db, deps.settings, workspaceOf(req), req.params.id, req.query.fit)),
   );
 
   app.get(
@@ -62,20 +67,91 @@ export function registerIntelligenceRoutes(app: App, deps: AppDeps): void {
     async (req) => ok(await listModels(deps.db, workspaceOf(req))),
   );
 
-  app.post(
-    '/intelligence/models/fit',
+  app.get(
+    '/intelligence/summary',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'read' },
       schema: {
         tags,
         security,
         summary:
-          'Fit the workspace’s models now on completed orders at or before `as_of` (default now) and rescore ' +
-          'every profile as of it. Fits also run by themselves as orders arrive and every 6 hours.',
+          'The workspace at a glance: scored live profiles per RFM (recency × frequency) cell and per label, ' +
+          'the predicted-CLV and churn-risk histograms, and the current fit. Two passes over the workspace’s ' +
+          'profiles, under the calculation budget (422 BUDGET_EXCEEDED past it) and `analytics_concurrency`.',
+        response: { 200: Envelope(SummarySchema) },
+      },
+    },
+    async (req) => {
+      const ws = workspaceOf(req);
+      const { analytics_concurrency: limit } = await deps.settings.read(deps.db, ws);
+      // The analytics lane, as a calculation: its own pool on PostgreSQL, behind requests on PGlite.
+      return ok(await withinAnalyticsShare(ws, limit, () => getSummary(deps.db.lane('analytics'), ws)));
+    },
+  );
+
+  app.get(
+    '/intelligence/backtests',
+    {
+      config: { auth: 'read' },
+      schema: {
+        tags,
+        security,
+        summary:
+          'The workspace’s back-tests (its newest 10 are kept), newest first, with their holdout figures; ' +
+          'the whole evaluation is GET /intelligence/models/{fit_id}.',
+        querystring: pagedQuery(),
+        response: { 200: PageEnvelope(BacktestItemSchema) },
+      },
+    },
+    async (req) => {
+      const page = pageOf(req, deps.cursors, 'intelligence-backtests');
+      return paged(await listBacktests(deps.db, deps.cursors, workspaceOf(req), page));
+    },
+  );
+
+  app.get(
+    '/intelligence/models/:fit_id',
+    {
+      config: { auth: 'read' },
+      schema: {
+        tags,
+        security,
+        summary:
+          'One fit by id, live or back-test: its purchase and spend models with standard errors, and a ' +
+          'back-test’s holdout evaluation.',
+        params: FitIdParams,
+        response: { 200: Envelope(FitSchema) },
+      },
+    },
+    async (req) => ok(await getFit(deps.db, workspaceOf(req), req.params.fit_id)),
+  );
+
+  app.post(
+    '/intelligence/models/fit',
+    {
+      config: { auth: 'admin' },
+      // Every field is optional: a bare POST is the live fit with the default model.
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
+      schema: {
+        tags,
+        security,
+        summary:
+          'Fit the workspace’s models now and rescore every profile (the live fit; fits also run by themselves ' +
+          'as orders arrive and every 6 hours), or, with an `as_of` in the past, run a back-test: fitted on the ' +
+          'orders up to `as_of`, scored under its own fit id, evaluated on the orders after it, and invisible ' +
+          'to production (no live score, no webhook).',
         body: FitBody,
         response: { 200: Envelope(FitResultSchema) },
       },
     },
-    async (req) => ok(await fitNow(deps.db, deps.settings, workspaceOf(req), req.body ?? {})),
+    async (req) => {
+      const ws = workspaceOf(req);
+      const { analytics_concurrency: limit } = await deps.settings.read(deps.db, ws);
+      // The analytics lane: a pool of its own on PostgreSQL, behind requests on PGlite.
+      const db = deps.db.lane('analytics');
+      return ok(await withinAnalyticsShare(ws, limit, () => fitNow(db, deps.settings, ws, req.body ?? {})));
+    },
   );
 }

@@ -1,11 +1,29 @@
 import { Type } from 'typebox';
 
-const Num = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
-const Params = (description: string) => Type.Object({}, { additionalProperties: true, description });
+export const Num = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
+export const Params = (description: string) => Type.Object({}, { additionalProperties: true, description });
 
 export const ProfileIdParams = Type.Object({
   id: Type.String({ maxLength: 100, description: 'Profile id (a merged-away id reads the survivor).' }),
 });
+
+export const FitIdParams = Type.Object({
+  fit_id: Type.String({ maxLength: 100, description: 'A fit id (`fit_…`), live or back-test.' }),
+});
+
+export const ScoreQuery = Type.Object(
+  {
+    fit: Type.Optional(
+      Type.String({
+        maxLength: 100,
+        description:
+          'A back-test’s fit id: read the profile’s scores under that back-test instead of the live ones ' +
+          '(404 when no back-test of the workspace has this id).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const ModelRefSchema = Type.Union(
   [
@@ -44,9 +62,25 @@ export const ClvSchema = Type.Object({
   expected_order_value: Num(`Expected value of one future purchase day.${scored}`),
   p_alive: Num(`Probability that the customer is still active.${scored}`),
   as_of: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-    description: 'The moment the scores refer to (a fit’s as_of, or the time of the last rescoring).',
+    description:
+      'The moment the scores refer to (the time of the last rescoring, or a back-test’s as_of under `fit`).',
   }),
   model: ModelRefSchema,
+  holdout: Type.Optional(
+    Type.Union(
+      [
+        Type.Object({
+          predicted: Type.Number({ description: 'Expected purchase days in the back-test’s holdout.' }),
+          actual: Type.Integer({ description: 'Purchase days the profile made in the holdout.' }),
+        }),
+        Type.Null(),
+      ],
+      {
+        description:
+          'Under `fit` only: the back-test’s holdout for this profile; null when it was not scored.',
+      },
+    ),
+  ),
 });
 
 export const ChurnSchema = Type.Object({
@@ -62,50 +96,4 @@ export const ChurnSchema = Type.Object({
   threshold: Type.Number({ description: 'The workspace’s churn threshold (setting churn_threshold).' }),
   as_of: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   model: ModelRefSchema,
-});
-
-export const FitBody = Type.Object(
-  {
-    model: Type.Optional(
-      Type.Union([Type.Literal('bg_nbd'), Type.Literal('mbg_nbd')], {
-        description: 'Purchase model (default `mbg_nbd`).',
-      }),
-    ),
-    as_of: Type.Optional(
-      Type.String({
-        format: 'date-time',
-        maxLength: 64,
-        description:
-          'Back-test: fit on completed orders at or before this moment, ages measured to it (UTC days), and ' +
-          'score every profile as of it. Default now; not in the future, not before 1970.',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-
-const FitComponent = {
-  model: Type.String(),
-  params: Params('Parameters, time in weeks; a fallback’s reason under `reason`.'),
-  log_likelihood: Num('Maximised log-likelihood; null for a fallback.'),
-  customers: Type.Integer({ description: 'Customers the model was fitted on.' }),
-};
-
-export const FitResultSchema = Type.Object({
-  ...FitComponent,
-  name: Type.String({ description: 'model.name as profiles show it.' }),
-  converged: Type.Boolean(),
-  fitted_at: Type.String({ format: 'date-time' }),
-  as_of: Type.String({ format: 'date-time' }),
-  spend: Type.Object(FitComponent),
-  rescored: Type.Integer({ description: 'Profiles scored by this fit.' }),
-});
-
-export const ModelFitSchema = Type.Object({
-  kind: Type.Union([Type.Literal('purchase'), Type.Literal('spend'), Type.Literal('rfm')]),
-  ...FitComponent,
-  name: Type.String(),
-  converged: Type.Boolean(),
-  fitted_at: Type.String({ format: 'date-time' }),
-  as_of: Type.String({ format: 'date-time' }),
 });

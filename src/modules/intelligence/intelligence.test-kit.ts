@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { waitUntil } from '../../../test/wait';
 import type { Db } from '../../platform/db';
 import type { Transaction } from './models';
 
@@ -42,19 +43,45 @@ export async function loadOrders<K>(
   return ids;
 }
 
+/** Day n of 2025 (UTC midnight). */
+export const day2025 = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 86_400_000);
+
+/**
+ * Two customers of 2025, too few for any model (the fallbacks fit): `a` bought on days 0 and 20,
+ * `b` on day 5.
+ */
+export function loadTwoCustomers(db: Db, workspaceId: string): Promise<Map<'a' | 'b', string>> {
+  return loadOrders(
+    db,
+    workspaceId,
+    new Map([
+      [
+        'a' as const,
+        [
+          { at: day2025(0), amount: 10 },
+          { at: day2025(20), amount: 30 },
+        ],
+      ],
+      ['b' as const, [{ at: day2025(5), amount: 50 }]],
+    ]),
+  );
+}
+
 /** Resolves once nothing waits for rescoring and no score job is queued or running; fails after timeoutMs. */
 export async function waitRescored(db: Db, timeoutMs = 10_000): Promise<number> {
   const t0 = Date.now();
-  for (;;) {
-    const { rows } = await db.query<{ n: number }>(
-      `SELECT (SELECT count(*) FROM event_backlog)
+  await waitUntil(
+    async () => {
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT (SELECT count(*) FROM event_backlog)
             + (SELECT count(*) FROM intelligence_dirty_profiles)
             + (SELECT count(*) FROM jobs WHERE queue IN ('intelligence.score', 'intelligence.fit')
                  AND state IN ('queued', 'running') AND run_at <= now() AND payload ? 'workspace_id'
                  AND key NOT LIKE '%:next') AS n`,
-    );
-    if (Number(rows[0]!.n) === 0) return Date.now() - t0;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`rescoring still pending after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+      );
+      return Number(rows[0]!.n) === 0;
+    },
+    { what: 'rescoring to finish', timeoutMs },
+  );
+  return Date.now() - t0;
 }

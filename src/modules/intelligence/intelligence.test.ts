@@ -1,18 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../../test/expect-error';
 import { startTestService, type TestService, type TestWorkspace } from '../../../test/harness';
-import { loadOrders } from './intelligence.test-kit';
-import { CALIBRATION_END, parseCdnow, readCdnowFile } from './models/cdnow.fixture';
+import { day2025, loadOrders, loadTwoCustomers } from './intelligence.test-kit';
+import { CALIBRATION_END, HOLDOUT_END, parseCdnow, readCdnowFile } from './models/cdnow.fixture';
 
 /**
  * The intelligence endpoints on a workspace loaded with the CDNOW sample (2,357 customers, 6,919
- * orders): the fit through the API reproduces Fader, Hardie & Lee (2005), and every customer is scored.
+ * orders): the fit through the API as of the end of calibration (a back-test) reproduces Fader, Hardie
+ * & Lee (2005), and every customer is scored under it. What a back-test leaves alone is in
+ * backtest.test.ts.
  */
 let svc: TestService;
 let cdnow: TestWorkspace;
 let ids: Map<number, string>;
 let oneTimeBuyer: string;
-let fit: { status: number; body: { data: Record<string, unknown> & { params: Record<string, number> } } };
+let fit: {
+  status: number;
+  body: { data: Record<string, unknown> & { fit_id: string; params: Record<string, number> } };
+};
 let fitMs = 0;
 
 beforeAll(async () => {
@@ -25,7 +30,7 @@ beforeAll(async () => {
   const t0 = performance.now();
   fit = await svc.call('POST', '/intelligence/models/fit', {
     key: cdnow.adminKey,
-    body: { model: 'bg_nbd', as_of: CALIBRATION_END },
+    body: { model: 'bg_nbd', as_of: CALIBRATION_END, holdout_end: HOLDOUT_END },
   });
   fitMs = performance.now() - t0;
   console.log(`CDNOW sample fit + rescore through the API: ${fitMs.toFixed(0)} ms`);
@@ -57,32 +62,49 @@ describe('POST /intelligence/models/fit on the CDNOW sample, as of the end of ca
     expect(spend.params.gamma).toBeCloseTo(15.44, 0);
   });
 
-  it('shows the fit in GET /intelligence/models, to a viewer', async () => {
-    const res = await svc.call('GET', '/intelligence/models', { key: await cdnow.key(['viewer']) });
+  it('shows the back-test in GET /intelligence/models/{fit_id} to a viewer, not as the live fit', async () => {
+    const key = await cdnow.key(['viewer']);
+    const res = await svc.call('GET', `/intelligence/models/${fit.body.data.fit_id}`, { key });
     expect(res.status).toBe(200);
-    expect(res.body.data.map((m: { kind: string; model: string }) => `${m.kind}:${m.model}`)).toEqual([
-      'purchase:bg_nbd',
-      'rfm:rfm_quintiles',
-      'spend:gamma_gamma',
-    ]);
+    expect(res.body.data).toMatchObject({ backtest: true, model: 'bg_nbd', spend: { model: 'gamma_gamma' } });
+    expect((await svc.call('GET', '/intelligence/models', { key })).body.data).toEqual([]);
   });
 
-  it('scores every customer on the profile: CLV, churn risk and an RFM segment', async () => {
+  it('scores every customer under the back-test: CLV, churn risk and an RFM segment', async () => {
     const { rows } = await svc.rt.deps.db.query<{ n: number; segments: number; bad: number }>(
       `SELECT count(*)::int AS n, count(DISTINCT rfm_segment)::int AS segments,
               count(*) FILTER (WHERE predicted_clv < 0 OR churn_risk_score NOT BETWEEN 0 AND 1)::int AS bad
-         FROM profiles WHERE workspace_id = $1 AND predicted_clv IS NOT NULL AND rfm_segment IS NOT NULL`,
-      [cdnow.id],
+         FROM backtest_scores WHERE workspace_id = $1 AND fit_id = $2`,
+      [cdnow.id, fit.body.data.fit_id],
     );
     expect(rows[0]).toEqual({ n: 2357, segments: expect.any(Number), bad: 0 });
     expect(rows[0]!.segments).toBeGreaterThanOrEqual(8);
   });
+
+  it('scores every customer on the profile once fitted live (as of now)', async () => {
+    const res = await svc.call('POST', '/intelligence/models/fit', {
+      key: cdnow.adminKey,
+      body: { model: 'bg_nbd' },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ backtest: false, evaluation: null, rescored: 2357 });
+    const { rows } = await svc.rt.deps.db.query<{ n: number; bad: number }>(
+      `SELECT count(*)::int AS n,
+              count(*) FILTER (WHERE predicted_clv < 0 OR churn_risk_score NOT BETWEEN 0 AND 1)::int AS bad
+         FROM profiles WHERE workspace_id = $1 AND predicted_clv IS NOT NULL AND rfm_segment IS NOT NULL`,
+      [cdnow.id],
+    );
+    expect(rows[0]).toEqual({ n: 2357, bad: 0 });
+  });
 });
 
-describe('GET /intelligence/clv/{id} and /intelligence/churn/{id}', () => {
+describe('GET /intelligence/clv/{id} and /intelligence/churn/{id} under the back-test (?fit=)', () => {
   it('answer a one-time buyer: BG/NBD gives P(alive) = 1, so no churn risk, and a small CLV', async () => {
     const id = oneTimeBuyer;
-    const clv = await svc.call('GET', `/intelligence/clv/${id}`, { key: await cdnow.key(['viewer']) });
+    const under = `?fit=${fit.body.data.fit_id}`;
+    const clv = await svc.call('GET', `/intelligence/clv/${id}${under}`, {
+      key: await cdnow.key(['viewer']),
+    });
     expect(clv.status).toBe(200);
     expect(clv.body.data).toMatchObject({
       profile_id: id,
@@ -97,7 +119,7 @@ describe('GET /intelligence/clv/{id} and /intelligence/churn/{id}', () => {
     });
     expect(clv.body.data.predicted_clv).toBeGreaterThan(0);
     expect(clv.body.data.expected_purchases).toBeGreaterThan(0);
-    const churn = await svc.call('GET', `/intelligence/churn/${id}`, { key: cdnow.adminKey });
+    const churn = await svc.call('GET', `/intelligence/churn/${id}${under}`, { key: cdnow.adminKey });
     expect(churn.body.data).toMatchObject({
       profile_id: id,
       churn_risk_score: 0,
@@ -107,19 +129,22 @@ describe('GET /intelligence/clv/{id} and /intelligence/churn/{id}', () => {
   });
 
   it('rank a frequent recent buyer above a lapsed one', async () => {
+    const under = `?fit=${fit.body.data.fit_id}`;
     const { rows } = await svc.rt.deps.db.query<{ id: string; clv: number; churn: number }>(
-      `SELECT profile_id AS id, predicted_clv AS clv, churn_risk_score AS churn FROM customer_scores
-        WHERE workspace_id = $1 ORDER BY predicted_clv DESC`,
-      [cdnow.id],
+      `SELECT profile_id AS id, predicted_clv AS clv, churn_risk_score AS churn FROM backtest_scores
+        WHERE workspace_id = $1 AND fit_id = $2 ORDER BY predicted_clv DESC`,
+      [cdnow.id, fit.body.data.fit_id],
     );
     const top = rows[0]!;
-    const res = await svc.call('GET', `/intelligence/clv/${top.id}`, { key: cdnow.adminKey });
+    const res = await svc.call('GET', `/intelligence/clv/${top.id}${under}`, { key: cdnow.adminKey });
     expect(res.body.data.predicted_clv).toBeCloseTo(top.clv, 6);
     expect(res.body.data.expected_purchases).toBeGreaterThan(1);
     // Some repeat buyer who then went silent is at high risk under BG/NBD.
     const high = rows.filter((r) => r.churn >= 0.7);
     expect(high.length).toBeGreaterThan(0);
-    const churn = await svc.call('GET', `/intelligence/churn/${high[0]!.id}`, { key: cdnow.adminKey });
+    const churn = await svc.call('GET', `/intelligence/churn/${high[0]!.id}${under}`, {
+      key: cdnow.adminKey,
+    });
     expect(churn.body.data.risk_level).toBe('high');
     expect(churn.body.data.days_since_last_order).toBeGreaterThan(0);
   });
@@ -164,24 +189,10 @@ describe('a workspace with too little data', () => {
 
   it('gets the documented fallback, named in model.name', async () => {
     const small = await svc.newWorkspace('small');
-    const day = (n: number) => new Date(Date.UTC(2025, 0, 1) + n * 86_400_000);
-    const few = await loadOrders(
-      svc.rt.deps.db,
-      small.id,
-      new Map([
-        [
-          'a',
-          [
-            { at: day(0), amount: 10 },
-            { at: day(20), amount: 30 },
-          ],
-        ],
-        ['b', [{ at: day(5), amount: 50 }]],
-      ]),
-    );
+    const few = await loadTwoCustomers(svc.rt.deps.db, small.id);
     const res = await svc.call('POST', '/intelligence/models/fit', {
       key: small.adminKey,
-      body: { as_of: day(30).toISOString() },
+      body: { as_of: day2025(30).toISOString() },
     });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({
@@ -192,7 +203,9 @@ describe('a workspace with too little data', () => {
       spend: { model: 'fallback_mean_spend' },
     });
     expect(res.body.data.params.reason).toMatch(/fewer than 100 customers/);
-    const clv = await svc.call('GET', `/intelligence/clv/${few.get('a')}`, { key: small.adminKey });
+    const clv = await svc.call('GET', `/intelligence/clv/${few.get('a')}?fit=${res.body.data.fit_id}`, {
+      key: small.adminKey,
+    });
     expect(clv.body.data.model.name).toContain('fallback_');
     expect(clv.body.data.p_alive).toBeGreaterThan(0);
     expect(clv.body.data.p_alive).toBeLessThanOrEqual(1);

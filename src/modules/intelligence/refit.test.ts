@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REFIT_MIN_INTERVAL_MS, refitDue } from './intelligence.service';
+import { REFIT_MIN_INTERVAL_MS, refitDue } from './drain';
 
 const fittedAt = new Date('2026-11-24T08:00:00Z');
 const later = (ms: number) => new Date(fittedAt.getTime() + ms);

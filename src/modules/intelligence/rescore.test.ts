@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService, type TestWorkspace } from '../../../test/harness';
+import { waitUntil } from '../../../test/wait';
 import { waitRescored } from './intelligence.test-kit';
 
 /**
@@ -18,7 +19,12 @@ afterAll(async () => svc?.close());
 const DAY = 86_400_000;
 const daysAgo = (n: number) => new Date(Date.now() - n * DAY).toISOString();
 
-async function order(identity: string, at: string, total = 40): Promise<number> {
+async function order(
+  identity: string,
+  at: string,
+  total = 40,
+  { orderId = `o-${randomUUID()}`, status }: { orderId?: string; status?: string } = {},
+): Promise<number> {
   const res = await svc.call('POST', '/api/ingest', {
     key: ws.adminKey,
     body: {
@@ -26,7 +32,7 @@ async function order(identity: string, at: string, total = 40): Promise<number> 
       event_name: 'Order Completed',
       identity,
       timestamp: at,
-      payload: { order_id: `o-${randomUUID()}`, total },
+      payload: { order_id: orderId, total, ...(status && { status }) },
     },
   });
   expect(res.status, res.text).toBe(202);
@@ -51,11 +57,8 @@ async function escalations(profileId: string): Promise<number> {
   return rows[0]!.n;
 }
 
-const refit = async (asOf?: string) => {
-  const res = await svc.call('POST', '/intelligence/models/fit', {
-    key: ws.adminKey,
-    body: asOf ? { as_of: asOf } : {},
-  });
+const refit = async () => {
+  const res = await svc.call('POST', '/intelligence/models/fit', { key: ws.adminKey, body: {} });
   expect(res.status, res.text).toBe(200);
   return res.body.data;
 };
@@ -78,12 +81,13 @@ describe('an order event', () => {
     for (let i = 1; i <= 5; i++) {
       const previous = await clv(id);
       const accepted = await order('first@example.com', new Date().toISOString(), 10 * i);
-      for (;;) {
-        const now = await clv(id);
-        if (now.as_of !== previous.as_of || now.expected_order_value !== previous.expected_order_value) break;
-        if (performance.now() - accepted > 5_000) throw new Error('not rescored within 5 s');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await waitUntil(
+        async () => {
+          const now = await clv(id);
+          return now.as_of !== previous.as_of || now.expected_order_value !== previous.expected_order_value;
+        },
+        { what: `the rescore after order ${i}`, timeoutMs: 5_000, intervalMs: 10 },
+      );
       lags.push(performance.now() - accepted);
     }
     console.log(`order 202 → scores visible: ${lags.map((l) => l.toFixed(0)).join(', ')} ms`);
@@ -110,12 +114,18 @@ describe('churn.risk_escalated', () => {
     await refit(); // still above: no second fact
     expect(await escalations(id)).toBe(1);
 
-    await order('lapsed@example.com', new Date().toISOString()); // back: below the threshold
+    const comeback = `o-${randomUUID()}`;
+    await order('lapsed@example.com', new Date().toISOString(), 40, { orderId: comeback }); // back: below
     await waitRescored(svc.rt.deps.db);
     expect(await risk()).toBeLessThan(0.7);
     expect(await escalations(id)).toBe(1);
 
-    await refit(daysAgo(10)); // a back-test to 380 days of silence: above again, a second fact
+    // That order is refunded: 390 days of silence again, above the threshold, a second fact.
+    await order('lapsed@example.com', new Date().toISOString(), 40, {
+      orderId: comeback,
+      status: 'refunded',
+    });
+    await waitRescored(svc.rt.deps.db);
     expect(await risk()).toBeGreaterThanOrEqual(0.7);
     expect(await escalations(id)).toBe(2);
   });

@@ -1,9 +1,10 @@
+import { BACKGROUND_SLICE_MS, createYielder } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
 import { type OutboxFact, writeOutboxMany } from '../outbox';
-import { lockProfileKeys, storeScores } from '../profiles';
+import { getProfileSummaries, lockProfileKeys, storeScores } from '../profiles';
 import { markProfilesForRefresh } from '../segments';
 import * as repo from './intelligence.repo';
-import { createSummaryScorer, type ScoreSettings, type StoredFit, toSummary } from './scoring';
+import { createSummaryScorer, type ScoreSettings, type StoredFit, toScoreValues, toSummary } from './scoring';
 import { readProfileSummaries, readSummaryRange } from './summaries.repo';
 
 export interface RescoreOptions {
@@ -57,9 +58,15 @@ export async function rescoreProfiles(
     : await readProfileSummaries(tx, workspaceId, asOf, live);
   const score = options.score ?? createSummaryScorer(fit, settings);
   const standing = await repo.readEscalated(tx, workspaceId, live);
+  // Read before upsertScores replaces them: an escalation says what the score was.
+  const before = new Map<string, number>();
   const scores: repo.ScoreValues[] = [];
   const facts: OutboxFact[] = [];
+  // A fit's page is 10,000 customers, ≈ 200 ms of scoring on a busy machine: run in one go it held
+  // the event loop, and every other workspace's requests, that long (bench/neighbour.bench.ts).
+  const yieldNow = createYielder(BACKGROUND_SLICE_MS);
   for (const row of summaries) {
+    if (yieldNow.due()) await yieldNow();
     const s = score(toSummary(row));
     const high = s.churnRiskScore >= settings.churnThreshold;
     if (high && !standing.has(row.profile_id)) {
@@ -69,27 +76,21 @@ export async function rescoreProfiles(
         data: {
           profile_id: row.profile_id,
           churn_risk_score: s.churnRiskScore,
+          previous_churn_risk_score: null,
           threshold: settings.churnThreshold,
           p_alive: s.pAlive,
           days_since_last_order: row.days_since_last,
           model: fit.models.name,
+          fit_id: fit.fitId,
+          as_of: asOf.toISOString(),
+          profile: null,
         },
       });
     }
-    scores.push({
-      profile_id: row.profile_id,
-      p_alive: s.pAlive,
-      expected_purchases: s.expectedPurchases,
-      expected_order_value: s.expectedOrderValue,
-      predicted_clv: s.predictedClv,
-      churn_risk_score: s.churnRiskScore,
-      days_since_last_order: row.days_since_last,
-      horizon_days: s.horizonDays,
-      currency: row.currency,
-      rfm_segment: s.rfm.segment,
-      escalated: high,
-    });
+    scores.push(toScoreValues(row, s, { escalated: high }));
   }
+  const escalating = facts.map((f) => f.data.profile_id as string);
+  for (const [id, score] of await repo.readChurnScores(tx, workspaceId, escalating)) before.set(id, score);
   const scoredIds = new Set(scores.map((s) => s.profile_id));
   const unscored = live.filter((id) => !scoredIds.has(id));
   await repo.upsertScores(tx, workspaceId, { fitId: fit.fitId, asOf }, scores);
@@ -100,15 +101,42 @@ export async function rescoreProfiles(
       predictedClv: s.predicted_clv,
       churnRiskScore: s.churn_risk_score,
       rfmSegment: s.rfm_segment,
+      rfmScore: s.rfm_score ?? null,
     })),
     ...unscored.map((profileId) => ({
       profileId,
       predictedClv: null,
       churnRiskScore: null,
       rfmSegment: null,
+      rfmScore: null,
     })),
   ]);
   if (changed.length > 0) await markProfilesForRefresh(tx, workspaceId, changed);
-  await writeOutboxMany(tx, facts);
+  await writeOutboxMany(tx, await withWhoAndBefore(tx, workspaceId, facts, before));
   return { scored: scores.length, escalated: facts.length };
+}
+
+/**
+ * Completes the escalation facts (rare: one per upward crossing) with the score each profile held
+ * before and who the profile is, read only when there are any.
+ */
+async function withWhoAndBefore(
+  tx: Queryable,
+  workspaceId: string,
+  facts: OutboxFact[],
+  before: ReadonlyMap<string, number>,
+): Promise<OutboxFact[]> {
+  if (facts.length === 0) return facts;
+  const who = await getProfileSummaries(
+    tx,
+    workspaceId,
+    facts.map((f) => f.data.profile_id as string),
+  );
+  return facts.map((f) => {
+    const id = f.data.profile_id as string;
+    return {
+      ...f,
+      data: { ...f.data, previous_churn_risk_score: before.get(id) ?? null, profile: who.get(id) ?? null },
+    };
+  });
 }

@@ -201,6 +201,32 @@ export interface ScoreSettings {
   horizonDays: number;
 }
 
+/**
+ * One profile's scores as the score tables store them (customer_scores, and backtest_scores under a
+ * back-test): the scorer's figures beside what the summary says of the profile, and the table's own
+ * columns (`extra`). One object per profile: a fit's rescoring builds a million of them.
+ */
+export function toScoreValues<E extends object>(
+  row: SummaryRow,
+  s: ReturnType<ReturnType<typeof createSummaryScorer>>,
+  extra: E,
+) {
+  return {
+    profile_id: row.profile_id,
+    p_alive: s.pAlive,
+    expected_purchases: s.expectedPurchases,
+    expected_order_value: s.expectedOrderValue,
+    predicted_clv: s.predictedClv,
+    churn_risk_score: s.churnRiskScore,
+    days_since_last_order: row.days_since_last,
+    horizon_days: s.horizonDays,
+    currency: row.currency,
+    rfm_segment: s.rfm.segment,
+    rfm_score: s.rfm.scores.r * 100 + s.rfm.scores.f * 10 + s.rfm.scores.m,
+    ...extra,
+  };
+}
+
 export function scoreSummary(fit: StoredFit, summary: CustomerSummary, settings: ScoreSettings) {
   return createSummaryScorer(fit, settings)(summary);
 }

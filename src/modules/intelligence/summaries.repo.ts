@@ -1,4 +1,5 @@
 import type { Queryable } from '../../platform/db';
+import type { Slicer } from '../../platform/slices';
 
 /**
  * Customer summaries in SQL: the same rules as the pure `summarizeCustomer` (models/summaries.ts),
@@ -105,7 +106,7 @@ export async function* streamWorkspaceSummaries(
   q: Queryable,
   workspaceId: string,
   asOf: Date,
-  chunk = SUMMARY_CHUNK,
+  chunk: number | Slicer = SUMMARY_CHUNK,
   parallel = 1,
 ): AsyncGenerator<SummaryRow[]> {
   const pending: Promise<SummaryRow[]>[] = [];
@@ -113,11 +114,19 @@ export async function* streamWorkspaceSummaries(
   let listed = false;
   const fill = async () => {
     while (!listed && pending.length < parallel) {
-      const ids = await listCustomerPage(q, workspaceId, asOf, after, chunk);
-      if (ids.length < chunk) listed = true;
+      const size = typeof chunk === 'number' ? chunk : chunk.size();
+      const t0 = performance.now();
+      const ids = await listCustomerPage(q, workspaceId, asOf, after, size);
+      if (ids.length < size) listed = true;
       if (ids.length === 0) return;
       const last = ids[ids.length - 1]!;
       const page = readSummaryRange(q, workspaceId, asOf, after, last);
+      if (typeof chunk !== 'number') {
+        void page.then(
+          () => chunk.record(size, performance.now() - t0),
+          () => {},
+        );
+      }
       // Awaited in turn below; this only keeps an abandoned read from being an unhandled rejection.
       page.catch(() => {});
       pending.push(page);
@@ -161,4 +170,31 @@ export async function readProfileSummaries(
     profileIds,
   ]);
   return rows;
+}
+
+/**
+ * A back-test's holdout for the customers whose id is in (after, last]: per profile, the purchase
+ * days (UTC calendar days) with a completed order in (asOf, holdoutEnd] and none at or before asOf,
+ * which is the number of purchase days by holdoutEnd minus those by asOf. Profiles without such a
+ * day are absent (0). One range of orders_profile_idx, as readSummaryRange.
+ */
+export async function readHoldoutRange(
+  q: Queryable,
+  workspaceId: string,
+  asOf: Date,
+  holdoutEnd: Date,
+  after: string,
+  last: string,
+): Promise<Map<string, number>> {
+  const { rows } = await q.query<{ profile_id: string; days: number }>(
+    `WITH days AS (
+       SELECT o.profile_id, bool_or(o.occurred_at <= $2) AS calibration
+         FROM orders o
+        WHERE o.workspace_id = $1 AND o.status = 'completed' AND o.profile_id > $4 AND o.profile_id <= $5
+          AND o.occurred_at <= $3
+        GROUP BY o.profile_id, (o.occurred_at AT TIME ZONE 'UTC')::date)
+     SELECT profile_id, count(*)::int AS days FROM days WHERE NOT calibration GROUP BY profile_id`,
+    [workspaceId, asOf, holdoutEnd, after, last],
+  );
+  return new Map(rows.map((r) => [r.profile_id, r.days]));
 }

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINE, startTestService, type TestService } from '../../../test/harness';
+import { startTestService, type TestService } from '../../../test/harness';
+import { onlyOn } from '../../../test/skips';
 import { createLogger } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
 import { claimEvent, countBacklog, findPendingBefore } from './processing.repo';
 import { processBatch } from './processing.service';
-import { insertTestEvents } from './processing.test-kit';
+import { insertTestEvents, waitProcessed } from './processing.test-kit';
 import { startProcessingLoop } from './processing.worker';
 
 /** The backlog (migrations/0006_event_backlog.sql, 0009): what the workers claim from. */
@@ -121,17 +122,15 @@ describe('the event backlog', () => {
         })),
       );
       loop.kick();
-      const deadline = Date.now() + 20_000;
-      while ((await countBacklog(db())) > 0 && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 50));
-      expect(await countBacklog(db())).toBe(0);
+      await waitProcessed(db());
     } finally {
       await loop.stop();
     }
   });
 
   // PGlite has one connection: a second transaction cannot hold an event while a batch runs.
-  it.skipIf(ENGINE !== 'postgres')(
+  const heldBySecondConnection = onlyOn('postgres', 'a second connection holds an event');
+  heldBySecondConnection.it(
     'puts an event the order guard deferred back on the backlog, to be applied after the older one',
     async () => {
       await drain();
@@ -163,7 +162,7 @@ describe('the event backlog', () => {
     },
   );
 
-  it.skipIf(ENGINE !== 'postgres')(
+  heldBySecondConnection.it(
     'defers an event that shares no identifier with the held older one, only the profile owning both',
     async () => {
       await drain();

@@ -3,6 +3,8 @@ import { createYielder } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
 import type { Mutex } from '../../platform/mutex';
 import { OK, type Settlement, type StepResult } from '../../platform/pipeline';
+import { commitUnits } from '../../workflows';
+import { applyMemberships } from '../accounts';
 import { applyOrders } from '../commerce';
 import {
   classifyAnonymousId,
@@ -14,7 +16,6 @@ import {
   resolveIdentities,
 } from '../identity';
 import { markRescoring } from '../intelligence';
-import { writeOutboxMany } from '../outbox';
 import {
   applyTraits,
   countMergedInto,
@@ -40,11 +41,14 @@ import { guardOrder, markProcessed } from './processing.steps';
  *   guard order         processing   an older event of the same person held elsewhere: deferred
  *   resolve identities  identity     lock owners, suppression, the resolver's decision per event
  *   apply traits        profiles     identify traits, newer wins, lineage; too big: dead letter
- *   write profiles      profiles · identity   the two units of work, written in the lock order
- *   collect effects     outbox       profile.created / profile.merged facts (orders write theirs next)
+ *   write profiles      workflows    the two units of work and every effect of their merges (events,
+ *                                    orders and spend follow the survivor, rescoring and segment
+ *                                    marks), then their profile.created / profile.merged facts:
+ *                                    commitUnits, the one home of a merge (src/workflows/merge.ts)
  *   apply orders        commerce     orders, products, spend; unusable payload: dead letter
+ *   apply memberships   accounts     a `Group` event's profile a member of the account it names
  *   mark rescoring      intelligence the order events' profiles on the rescoring list, a score job queued
- *   mark segment work   segments     touched and merged profiles on the dirty list, a refresh queued
+ *   mark segment work   segments     the events' profiles on the dirty list, a refresh queued
  *   mark processed      processing   deferred events back on the backlog, the rest marked; dead letters, drops
  *
  * New capabilities attach as a step here or as consumers of the outbox facts.
@@ -111,16 +115,22 @@ export const PIPELINE: readonly Step[] = [
     run: (w, live) => resolveIdentities(w.tx, live, w.graph, profilesPort(w), w.ctx.log, w.yieldNow),
   },
   { name: 'apply traits', run: (w, live) => applyTraits(w.tx, live, w.profiles, w.yieldNow) },
+  // Before the orders: a profile's profile.created fact, written with the units, precedes the
+  // order.completed of its first order (facts are read in seq order, and webhooks deliver a
+  // profile's facts in that order).
   { name: 'write profiles', run: writeProfiles },
-  // Before the orders: a profile's profile.created fact precedes the order.completed of its first
-  // order (facts are read in seq order, and webhooks deliver a profile's facts in that order).
-  { name: 'collect effects', run: collectEffects },
   { name: 'apply orders', run: applyOrdersStep },
-  { name: 'mark rescoring', run: (w, live) => markRescoring(w.tx, live, w.profiles.moves()) },
   {
-    name: 'mark segment work',
-    run: (w) => markSegmentWork(w.tx, { items: w.items, moves: w.profiles.moves() }),
+    name: 'apply memberships',
+    run: (w, live) =>
+      applyMemberships(
+        w.tx,
+        live.map((i) => ({ ...i, eventName: i.event.event_name })),
+      ),
   },
+  // The merges' own marks were made with the units (commitUnits); these are the events'.
+  { name: 'mark rescoring', run: (w, live) => markRescoring(w.tx, live) },
+  { name: 'mark segment work', run: (w) => markSegmentWork(w.tx, { items: w.items, moves: new Map() }) },
 ];
 
 /** What the batch came to; `retry` rolls the transaction back (another writer won a race). */
@@ -214,12 +224,10 @@ function profilesPort(w: BatchWork): ProfilesPort {
 }
 
 async function writeProfiles(w: BatchWork): Promise<StepResult> {
-  const liveId = (id: string) => w.profiles.survivor(id)?.id ?? id;
-  await w.profiles.flush(w.tx);
-  if ((await w.graph.flush(w.tx, liveId)) === 'stale') {
+  if ((await commitUnits(w.tx, w.profiles, w.graph)) === 'stale') {
     return { kind: 'retry', reason: 'an identifier was linked by another writer meanwhile' };
   }
-  for (const i of w.items) if (i.profileId) i.profileId = liveId(i.profileId);
+  for (const i of w.items) if (i.profileId) i.profileId = w.profiles.survivor(i.profileId)?.id ?? i.profileId;
   return OK;
 }
 
@@ -228,9 +236,4 @@ async function applyOrdersStep(w: BatchWork, live: WorkItem[]): Promise<StepResu
     w.ctx.held.push(await w.ctx.orderGate.acquire());
   }
   return applyOrders(w.tx, live, w.ctx.log);
-}
-
-async function collectEffects(w: BatchWork): Promise<StepResult> {
-  await writeOutboxMany(w.tx, w.profiles.facts);
-  return OK;
 }

@@ -20,6 +20,12 @@ export interface LoopOptions {
   /** Events between two VACUUMs of the backlog (VACUUM_EVERY). */
   vacuumEvery?: number;
   /**
+   * PGlite: while requests have been served in the last SHARING_WINDOW_MS, a batch is sized to take
+   * about this many milliseconds (its transaction holds the one connection every request needs);
+   * unset, batches are always `batchSize`.
+   */
+  shareWithRequests?: number;
+  /**
    * The service's settings accessor. Without one (tests), a private store that is never started,
    * so never trusts its cache: every batch reads the settings afresh.
    */
@@ -54,6 +60,17 @@ export const ANALYZE_EVERY = 50_000;
 
 /** The tables the pipeline reads by key (the log itself is read by primary-key probes only). */
 export const PIPELINE_TABLES = ['profiles', 'identity_nodes', 'orders', 'products'] as const;
+
+/**
+ * PGlite's processing while requests are being served: a batch holds the single connection for its
+ * whole transaction (a 250-event batch took 100–300 ms), and a request that arrives meanwhile waits
+ * for all of it. While the API has served anything in the last second, batches are sized to about
+ * 15 ms (down to 5 events), so a request waits for at most that; with no requests, full batches,
+ * which process fastest. Measured in docs/benchmarks.md ("Noisy neighbour").
+ */
+export const SHARED_BATCH_TARGET_MS = 15;
+export const SHARING_WINDOW_MS = 1_000;
+export const MIN_SHARED_BATCH = 5;
 
 /** Longest pause between two attempts while the database is unavailable: recovery within this. */
 export const MAX_OUTAGE_BACKOFF_MS = 2000;

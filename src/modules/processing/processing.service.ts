@@ -27,6 +27,8 @@ export interface BatchOutcome {
   deadLettered: number;
   /** Dropped: identifiers suppressed by an erasure. */
   dropped: number;
+  /** Profiles merged away by the batch's events. */
+  merged: number;
   seqs: number[];
   /** Time the claim statement took (ms): the processing benchmark watches it as the log grows. */
   claimMs: number;
@@ -47,6 +49,7 @@ export async function processBatch(db: Db, ctx: ProcessorContext, limit: number)
         deferred: 0,
         deadLettered: 0,
         dropped: 0,
+        merged: 0,
         seqs: [...events.map((e) => e.seq), ...gone],
         claimMs: performance.now() - t0,
         steps: {},
@@ -57,6 +60,7 @@ export async function processBatch(db: Db, ctx: ProcessorContext, limit: number)
         // Rolls the transaction back; the loop retries the batch with fresh reads.
         if (r.kind === 'retry') throw new StaleReadError(r.reason);
         outcome.steps = r.work.timings;
+        for (const moves of r.work.profiles.moves().values()) outcome.merged += moves.length;
         for (const s of r.work.settled.values()) {
           if (s.kind === 'deferred') outcome.deferred++;
           else if (s.kind === 'dropped') outcome.dropped++;

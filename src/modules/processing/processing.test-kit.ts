@@ -1,3 +1,4 @@
+import { waitUntil } from '../../../test/wait';
 import type { Db } from '../../platform/db';
 import { appendEvents } from '../ingest';
 import { countBacklog } from './processing.repo';
@@ -35,12 +36,17 @@ export async function insertTestEvents(
 
 /** Resolves once no event is waiting (processed, dead-lettered or dropped); fails after `timeoutMs`. */
 export async function waitProcessed(db: Db, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    // The backlog is what waits (migration 0006): one count, the worker's own.
-    const n = await countBacklog(db);
-    if (n === 0) return;
-    if (Date.now() > deadline) throw new Error(`${n} events still unprocessed after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  // The backlog is what waits (migration 0006): one count, the worker's own.
+  let left = 0;
+  await waitUntil(
+    async () => {
+      left = await countBacklog(db);
+      return left === 0;
+    },
+    {
+      what: 'every event to be processed',
+      timeoutMs,
+      detail: () => `${left} events still on the backlog`,
+    },
+  );
 }

@@ -31,6 +31,11 @@ function failingDb(db: Db, failures: number): Db & { failed(): number } {
   let failed = 0;
   return {
     engine: db.engine,
+    laneName: 'foreground',
+    foregroundSeenAt: () => Number.NEGATIVE_INFINITY,
+    lane() {
+      return this;
+    },
     query: (sql, params) => db.query(sql, params),
     exec: (sql) => db.exec(sql),
     listen: (channel, handler, onLost) => db.listen(channel, handler, onLost),
@@ -99,5 +104,54 @@ describe('the processing loop during a database outage', () => {
     for (const c of ['08006', '57P01', 'ECONNRESET', '42P01'])
       expect(isContention(withCode(c)), c).toBe(false);
     expect(isContention(connectionLost())).toBe(false);
+  });
+});
+
+describe('the processing loop beside requests', () => {
+  /** The service's database, reporting foreground work at the moment given (null: none ever). */
+  const withRequestsAt = (db: Db, at: () => number): Db =>
+    Object.create(db, { foregroundSeenAt: { value: at } });
+
+  /** The sizes of the batches the loop claims while it works through `n` events. */
+  async function batchSizes(db: Db, n: number, share: boolean): Promise<number[]> {
+    await insertTestEvents(
+      svc.rt.deps.db,
+      svc.ws.id,
+      Array.from({ length: n }, (_, i) => ({
+        anonymous_id: `bbbbbbbb-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        event_type: 'track' as const,
+        event_name: 'Viewed',
+      })),
+    );
+    const sizes: number[] = [];
+    const log = createLogger('debug', {
+      write(line: string) {
+        const entry = JSON.parse(line) as { msg?: string; claimed?: number };
+        if (entry.msg === 'event batch' && entry.claimed) sizes.push(entry.claimed);
+      },
+    });
+    const loop = await startProcessingLoop(db, log, {
+      batchSize: 200,
+      ...(share ? { shareWithRequests: 15 } : {}),
+    });
+    try {
+      await waitProcessed(svc.rt.deps.db, 60_000);
+    } finally {
+      await loop.stop();
+    }
+    return sizes;
+  }
+
+  it('takes full batches when no request was served lately', async () => {
+    const db = withRequestsAt(svc.rt.deps.db, () => Number.NEGATIVE_INFINITY);
+    expect(Math.max(...(await batchSizes(db, 400, true)))).toBe(200);
+  });
+
+  it('sizes its batches down to about the target while requests are being served', async () => {
+    const db = withRequestsAt(svc.rt.deps.db, () => performance.now());
+    const sizes = await batchSizes(db, 400, true);
+    // The first batch is the sizer's starting guess; every later one follows the measured time.
+    expect(sizes[0]).toBe(50);
+    expect(Math.max(...sizes)).toBeLessThan(200);
   });
 });

@@ -3,7 +3,8 @@ import { type Db, isStorageUnavailable } from '../../platform/db';
 import { analyzeTables } from '../../platform/db/maintenance';
 import { describeError } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
-import type { WorkerModule } from '../../worker';
+import { createSliceSizer } from '../../platform/slices';
+import type { WorkerModule } from '../../platform/worker-module';
 import { createSettingsStore } from '../workspaces';
 import { EVENTS_CHANNEL } from './dead-letters.service';
 import {
@@ -14,7 +15,10 @@ import {
   type LoopOptions,
   MAX_ATTEMPTS,
   MAX_OUTAGE_BACKOFF_MS,
+  MIN_SHARED_BATCH,
   PIPELINE_TABLES,
+  SHARED_BATCH_TARGET_MS,
+  SHARING_WINDOW_MS,
   VACUUM_EVERY,
 } from './processing.policy';
 import { vacuumBacklog } from './processing.repo';
@@ -109,6 +113,14 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
     }
   };
 
+  // While requests are being served on the one connection of PGlite, a batch is sized to about
+  // opts.shareWithRequests ms, so a request waits for at most that; alone, batches are full size.
+  const sharedSizer = createSliceSizer({
+    targetMs: opts.shareWithRequests ?? 0,
+    min: Math.min(MIN_SHARED_BATCH, opts.batchSize),
+    max: opts.batchSize,
+    initial: Math.min(50, opts.batchSize),
+  });
   const run = async () => {
     let idle = minIdle;
     let isolateThrough: number | null = null;
@@ -117,11 +129,15 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
     const attempts = new Map<number, number>();
     while (!stopped) {
       const seen = generation;
-      const limit = isolateThrough === null ? opts.batchSize : 1;
+      const shared =
+        opts.shareWithRequests !== undefined && performance.now() - db.foregroundSeenAt() < SHARING_WINDOW_MS;
+      const limit = isolateThrough !== null ? 1 : shared ? sharedSizer.size('') : opts.batchSize;
       let out: BatchOutcome | null = null;
       let claimedSeqs: number[] = [];
+      const t0 = performance.now();
       try {
         out = await processBatch(db, ctx, limit);
+        if (shared && out.claimed >= limit) sharedSizer.record('', limit, performance.now() - t0);
       } catch (err) {
         claimedSeqs = (err as { seqs?: number[] }).seqs ?? [];
         if (stopped) break;
@@ -176,6 +192,10 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
         log.info({ attempts: outageStreak }, 'database available again; processing resumed');
         outageStreak = 0;
       }
+      if (out.merged > 0) {
+        // One line per batch, not per merge: a busy shop merges guests into customers all day.
+        log.info({ merged: out.merged, events: out.applied }, 'profiles merged');
+      }
       if (out.claimed > 0) {
         log.debug(
           {
@@ -229,10 +249,15 @@ export const processingWorker: WorkerModule = {
   async start(deps) {
     const batchSize = deps.config.workerBatchSize ?? BATCH_SIZE[deps.db.engine];
     const loops = deps.config.workerLoops ?? CONCURRENCY[deps.db.engine];
-    const loop = await startProcessingLoop(deps.db, deps.log, {
+    // The worker lane: requests go first on PGlite's single connection (platform/db/port.ts).
+    const loop = await startProcessingLoop(deps.db.lane('worker'), deps.log, {
       batchSize,
       concurrency: loops,
       settings: deps.settings,
+      // PGlite's one connection serves requests too: batches share it unless their size was set.
+      ...(deps.db.engine === 'pglite' && deps.config.workerBatchSize === null
+        ? { shareWithRequests: SHARED_BATCH_TARGET_MS }
+        : {}),
     });
     deps.log.info({ loops, batch_size: batchSize }, 'processing started');
     return () => loop.stop();

@@ -1,10 +1,10 @@
 /**
- * The profiles module's public API: what other modules may call. Tables: profiles,
- * profile_lineage, profile_erasures. Trait rules are pure functions (./traits).
+ * The profiles module's public API: what other modules and the workflows may call. Tables:
+ * profiles, profile_lineage, profile_erasures. Trait rules are pure functions (./traits).
  */
 
-export { type ErasureView, eraseProfile } from './erasure.service';
-export { type GraphView, getGraph, type MergeResult, mergeProfiles } from './merge.service';
+export { deleteProfileRows, lockProfileFamily, recordErasure } from './erasure';
+export { FACT_LIMITS, type FactProfile, type ProfileSummary } from './fact-profile';
 export {
   type BatchProfile,
   createProfileBatch,
@@ -13,12 +13,19 @@ export {
   StaleReadError,
 } from './profile-batch';
 export {
+  findProfileIdsByEmail,
+  getProfileSummaries,
+  listMergedAway,
+  listMergedIds,
+} from './profile-reads.repo';
+export {
   findLiveProfileId,
   getLiveProfiles,
   getProfile,
   type ProfileView,
   presentProfile,
   readFollowingMerges,
+  readLiveProfile,
   resolveProfileId,
 } from './profiles.read';
 // The one lock order of every writer, and what the identity resolver reads of a profile.
@@ -31,9 +38,16 @@ export {
   type ProfileHead,
   type ProfileRow,
 } from './profiles.repo';
-export { lockInto, storeOrderSummary, withRetry } from './profiles.write';
+export { checkAttributeWrite, lockInto, storeOrderSummary, withRetry } from './profiles.write';
 // The intelligence module's scores, written onto the profile row.
-export { type ProfileScores, storeScores } from './scores.repo';
+export {
+  CLV_BUCKET_EDGES,
+  type ProfileScores,
+  readScoreDistributions,
+  type ScoreDistributionRows,
+  storeScores,
+} from './scores.repo';
+export { countProfiles } from './stats.repo';
 export {
   countTraitKeys,
   type Json,

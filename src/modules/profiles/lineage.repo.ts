@@ -3,7 +3,7 @@ import type { Queryable } from '../../platform/db';
 import { movedRowsFrom, movesParams } from '../../platform/db/moves';
 import type { Json } from './traits';
 
-/** SQL of profile_lineage: every field-level change of a profile (spec rule 4). */
+/** SQL of profile_lineage: every field-level change of a profile (docs/profiles.md, lineage). */
 
 export interface LineageWrite {
   workspace_id: string;

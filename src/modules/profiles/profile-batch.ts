@@ -1,6 +1,7 @@
 import { createYielder } from '../../platform/cooperate';
 import { newUuid } from '../../platform/ids';
 import type { OutboxFact } from '../outbox';
+import { factProfile } from './fact-profile';
 import { insertLineage, type LineageWrite } from './lineage.repo';
 import { moveMergedHistory } from './merge-history';
 import {
@@ -45,7 +46,8 @@ export {
 export function createProfileBatch(yieldNow: () => Promise<void> = createYielder()): ProfileBatch {
   const profiles = new Map<string, BatchProfile>();
   const lineage: LineageWrite[] = [];
-  const facts: OutboxFact[] = [];
+  /** The facts, each with the profile it is about (its `profile` is filled in by `facts()`). */
+  const facts: Array<{ fact: OutboxFact; subject: string }> = [];
   const moves: Array<{ workspaceId: string; from: string; to: string }> = [];
 
   const survivor = (id: string): BatchProfile | null => {
@@ -79,7 +81,13 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
 
   const batch: ProfileBatch = {
     profiles,
-    facts,
+    subjects: () => [...new Set(facts.map((f) => f.subject))],
+    facts(identitiesOf) {
+      return facts.map(({ fact, subject }) => {
+        const p = profiles.get(subject);
+        return p ? { ...fact, data: { ...fact.data, profile: factProfile(p, identitiesOf(subject)) } } : fact;
+      });
+    },
     addLocked(rows) {
       for (const r of rows) if (!profiles.has(r.id)) profiles.set(r.id, profileFromRow(r));
     },
@@ -120,12 +128,15 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
       };
       profiles.set(p.id, p);
       facts.push({
-        workspaceId,
-        type: 'profile.created',
-        data: {
-          profile_id: p.id,
-          created_at: at.toISOString(),
-          ...(source.type === 'event' ? { source_event_id: source.id } : { source_api_key_id: source.id }),
+        subject: p.id,
+        fact: {
+          workspaceId,
+          type: 'profile.created',
+          data: {
+            profile_id: p.id,
+            created_at: at.toISOString(),
+            ...(source.type === 'event' ? { source_event_id: source.id } : { source_api_key_id: source.id }),
+          },
         },
       });
       return p;
@@ -188,12 +199,15 @@ export function createProfileBatch(yieldNow: () => Promise<void> = createYielder
     },
     mergedFact(workspaceId, primaryId, mergedIds, source) {
       facts.push({
-        workspaceId,
-        type: 'profile.merged',
-        data: {
-          primary_profile_id: primaryId,
-          merged_profile_ids: [...mergedIds],
-          ...(source.type === 'event' ? { source_event_id: source.id } : { source_api_key_id: source.id }),
+        subject: primaryId,
+        fact: {
+          workspaceId,
+          type: 'profile.merged',
+          data: {
+            primary_profile_id: primaryId,
+            merged_profile_ids: [...mergedIds],
+            ...(source.type === 'event' ? { source_event_id: source.id } : { source_api_key_id: source.id }),
+          },
         },
       });
     },

@@ -45,8 +45,13 @@ export class StaleReadError extends Error {
 
 export interface ProfileBatch {
   readonly profiles: ReadonlyMap<string, BatchProfile>;
-  /** The facts this unit caused (profile.created, profile.merged), for the outbox. */
-  readonly facts: readonly OutboxFact[];
+  /** The profiles the unit's facts are about (for the caller to read their identifiers). */
+  subjects(): string[];
+  /**
+   * The facts this unit caused (profile.created, profile.merged), for the outbox, each carrying its
+   * profile as the unit leaves it (FactProfile) with the identifiers `identitiesOf` gives.
+   */
+  facts(identitiesOf: (profileId: string) => ReadonlyArray<{ type: string; value: string }>): OutboxFact[];
   /** Adds rows read (and locked) by the caller. */
   addLocked(rows: readonly repo.ProfileRow[]): void;
   /** Adds profiles the caller locked by their heads only (their traits are read by loadTraits). */

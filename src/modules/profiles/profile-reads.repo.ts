@@ -1,4 +1,5 @@
 import type { Queryable } from '../../platform/db';
+import type { ProfileSummary } from './fact-profile';
 import { COLUMNS, type ProfileRow } from './profiles.repo';
 
 /**
@@ -105,4 +106,43 @@ export async function listMergedIds(q: Queryable, workspaceId: string, profileId
     [workspaceId, profileId],
   );
   return rows.map((r) => r.id);
+}
+
+/**
+ * Merged-away profiles of every workspace after `afterSeq`, in seq order, each with its survivor
+ * (merged_into is kept one hop from the survivor): a page for repairs that walk every past merge.
+ */
+export async function listMergedAway(
+  q: Queryable,
+  afterSeq: number,
+  limit: number,
+): Promise<Array<{ seq: number; workspace_id: string; id: string; merged_into: string }>> {
+  const { rows } = await q.query<{ seq: number; workspace_id: string; id: string; merged_into: string }>(
+    `SELECT seq, workspace_id, id, merged_into FROM profiles
+      WHERE seq > $1 AND merged_into IS NOT NULL ORDER BY seq LIMIT $2`,
+    [afterSeq, limit],
+  );
+  return rows;
+}
+
+/**
+ * The summaries of these profiles of a workspace (merged-away ids read as their survivor), in one
+ * statement: for the facts other modules write about a profile.
+ */
+export async function getProfileSummaries(
+  q: Queryable,
+  workspaceId: string,
+  ids: readonly string[],
+): Promise<Map<string, ProfileSummary>> {
+  const out = new Map<string, ProfileSummary>();
+  if (ids.length === 0) return out;
+  const { rows } = await q.query<ProfileSummary & { asked: string }>(
+    `SELECT s.id AS asked, p.id, p.email, p.first_name, p.last_name
+       FROM unnest($2::uuid[]) AS a(id)
+       JOIN profiles s ON s.workspace_id = $1 AND s.id = a.id
+       JOIN profiles p ON p.id = COALESCE(s.merged_into, s.id)`,
+    [workspaceId, [...new Set(ids)]],
+  );
+  for (const { asked, ...summary } of rows) out.set(asked, summary);
+  return out;
 }

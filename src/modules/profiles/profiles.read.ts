@@ -13,6 +13,7 @@ import {
 } from '../identity';
 import { type EventView, presentEvent } from '../ingest';
 import * as lineageRepo from './lineage.repo';
+import { StaleReadError } from './profile-batch.types';
 import * as repo from './profile-reads.repo';
 import * as timelineRepo from './timeline.repo';
 import type { Json, JsonObject } from './traits';
@@ -69,6 +70,20 @@ export async function getProfile(db: Db, workspaceId: string, id: string): Promi
   const row = await repo.getProfile(db, workspaceId, id.toLowerCase());
   if (!row) throw notFound('profile');
   return presentProfile(row);
+}
+
+/**
+ * A live profile as it stands in the caller's transaction, for writers that answer with what they
+ * wrote; gone (merged or erased since it was resolved): StaleReadError, so the writer retries.
+ */
+export async function readLiveProfile(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+): Promise<repo.ProfileReadRow> {
+  const row = await repo.getProfile(q, workspaceId, id);
+  if (!row || row.id !== id) throw new StaleReadError('the profile changed meanwhile');
+  return row;
 }
 
 /**

@@ -1,19 +1,16 @@
 import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
 import { paged, pageOf } from '../../platform/http/paging';
-import { principalOf, workspaceOf } from '../../platform/http/principal';
+import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
+import * as profiles from './profiles.read';
 import {
-  DeleteProfileQuery,
-  ErasureSchema,
   LineageSchema,
   ListProfilesQuery,
   PageOnlyQuery,
   ProfileIdParams,
   ProfileSchema,
   TimelineEventSchema,
-  UpsertProfileBody,
 } from './profiles.schemas';
-import * as profiles from './profiles.service';
 
 const tags = ['profiles'];
 const security = [{ apiKey: [] }];
@@ -53,47 +50,6 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => ok(await profiles.getProfile(deps.db, workspaceOf(req), req.params.id)),
-  );
-
-  app.post(
-    '/tenant/profiles',
-    {
-      config: { auth: 'write' },
-      schema: {
-        tags,
-        security,
-        summary:
-          'Create or update a profile: with `id` update it (404 if unknown); else match by `identity`, then ' +
-          '`email`; else create. Traits merge by the trait rules; lineage names the API key.',
-        body: UpsertProfileBody,
-        response: { 200: Envelope(ProfileSchema) },
-      },
-    },
-    async (req) => ok(await profiles.upsertProfile(deps.db, workspaceOf(req), principalOf(req).id, req.body)),
-  );
-
-  app.delete(
-    '/tenant/profiles/:id',
-    {
-      config: { auth: 'write' },
-      schema: {
-        tags,
-        security,
-        summary:
-          'Erase a profile (and the profiles merged into it): events, identifiers, lineage; orders lose the ' +
-          'link. `suppress=true` also blocks its identifiers from creating a profile again.',
-        params: ProfileIdParams,
-        querystring: DeleteProfileQuery,
-        response: { 200: Envelope(ErasureSchema) },
-      },
-    },
-    async (req) =>
-      ok(
-        await profiles.eraseProfile(deps.db, deps.log, workspaceOf(req), req.params.id, {
-          suppress: req.query.suppress ?? false,
-          apiKeyId: principalOf(req).id,
-        }),
-      ),
   );
 
   app.get(

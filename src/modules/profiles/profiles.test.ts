@@ -207,7 +207,7 @@ describe('GET /tenant/profiles/{id}', () => {
 });
 
 describe('DELETE /tenant/profiles/{id}', () => {
-  it('erases the profile, its events, identifiers and lineage, keeps its orders unlinked, and logs no data', async () => {
+  it('erases the profile, its events, identifiers, lineage and account memberships, keeps its orders unlinked, and logs no data', async () => {
     await send([
       {
         identity: 'erase-me@example.com',
@@ -221,14 +221,26 @@ describe('DELETE /tenant/profiles/{id}', () => {
         event_name: 'Order',
         payload: { order_id: `er-${randomUUID()}`, total: 10 },
       },
+      // A `group` call (docs/ingestion.md): the person becomes a member of the account.
+      {
+        identity: 'erase-me@example.com',
+        event_type: 'track',
+        event_name: 'Group',
+        payload: { group_id: 'erase-co' },
+      },
     ]);
     const p = (await svc.call('GET', '/tenant/profiles?identity=erase-me@example.com')).body.data[0];
+    expect((await svc.call('GET', '/tenant/accounts/erase-co')).body.data.members).toEqual([
+      expect.objectContaining({ profile_id: p.id }),
+    ]);
+    const properties = 'SELECT count(*)::int AS n FROM event_properties WHERE profile_id = $1';
+    expect((await svc.rt.deps.db.query<{ n: number }>(properties, [p.id])).rows[0]!.n).toBeGreaterThan(0);
     const res = await svc.call('DELETE', `/tenant/profiles/${p.id}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({
       profile_id: p.id,
       suppressed: false,
-      counts: { profiles: 1, events: 2, identity_nodes: 1, orders_unlinked: 1 },
+      counts: { profiles: 1, events: 3, identity_nodes: 1, orders_unlinked: 1 },
     });
     expect(res.body.data.counts.lineage).toBeGreaterThan(0);
     expect((await svc.call('GET', `/tenant/profiles/${p.id}`)).status).toBe(404);
@@ -236,12 +248,19 @@ describe('DELETE /tenant/profiles/{id}', () => {
     const db = svc.rt.deps.db;
     const left = await db.query(
       `SELECT (SELECT count(*) FROM event_profiles WHERE profile_id = $1)::int AS events,
+              (SELECT count(*) FROM event_properties WHERE profile_id = $1)::int AS properties,
               (SELECT count(*) FROM profile_lineage WHERE profile_id = $1)::int AS lineage,
               (SELECT count(*) FROM orders WHERE profile_id = $1)::int AS orders,
               (SELECT count(*) FROM profile_erasures WHERE profile_id = $1)::int AS logged`,
       [p.id],
     );
-    expect(left.rows[0]).toEqual({ events: 0, lineage: 0, orders: 0, logged: 1 });
+    expect(left.rows[0]).toEqual({ events: 0, properties: 0, lineage: 0, orders: 0, logged: 1 });
+    // The account stays (it describes a company, not the person); the membership goes.
+    const account = await svc.call('GET', '/tenant/accounts/erase-co');
+    expect(account.body.data).toMatchObject({ id: 'erase-co', member_count: 0, members: [] });
+    expect((await svc.call('GET', `/tenant/accounts?profile_id=${p.id}`)).body.data).toEqual([]);
+    const memberships = 'SELECT count(*)::int AS n FROM account_members WHERE profile_id = $1';
+    expect((await db.query<{ n: number }>(memberships, [p.id])).rows[0]!.n).toBe(0);
     const log = await db.query('SELECT * FROM profile_erasures WHERE profile_id = $1', [p.id]);
     expect(JSON.stringify(log.rows)).not.toMatch(/erase-me|Gone/);
     // Without suppression, the person may come back as a new profile.

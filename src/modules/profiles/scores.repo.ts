@@ -11,6 +11,8 @@ export interface ProfileScores {
   predictedClv: number | null;
   churnRiskScore: number | null;
   rfmSegment: string | null;
+  /** The R, F and M scores (1–5 each) as R·100 + F·10 + M; null with the segment. */
+  rfmScore: number | null;
 }
 
 /**
@@ -26,11 +28,12 @@ export async function storeScores(
   const { rows: changed } = await q.query<{ id: string }>(
     `UPDATE profiles p
         SET predicted_clv = round(s.clv::numeric, 2), churn_risk_score = s.churn, rfm_segment = s.rfm,
-            updated_at = now()
-       FROM jsonb_to_recordset($2::jsonb) AS s(id uuid, clv float8, churn float8, rfm text)
+            rfm_score = s.rfm_score, updated_at = now()
+       FROM jsonb_to_recordset($2::jsonb) AS s(id uuid, clv float8, churn float8, rfm text, rfm_score smallint)
       WHERE p.id = s.id AND p.workspace_id = $1
         AND (p.predicted_clv IS DISTINCT FROM round(s.clv::numeric, 2)
-             OR p.churn_risk_score IS DISTINCT FROM s.churn OR p.rfm_segment IS DISTINCT FROM s.rfm)
+             OR p.churn_risk_score IS DISTINCT FROM s.churn OR p.rfm_segment IS DISTINCT FROM s.rfm
+             OR p.rfm_score IS DISTINCT FROM s.rfm_score)
       RETURNING p.id`,
     [
       workspaceId,
@@ -40,9 +43,95 @@ export async function storeScores(
           clv: r.predictedClv,
           churn: r.churnRiskScore,
           rfm: r.rfmSegment,
+          rfm_score: r.rfmScore,
         })),
       ),
     ],
   );
   return changed.map((r) => r.id);
+}
+
+/**
+ * Upper edges of the CLV histogram's buckets (order currency, mixed as stored): [0, 25), [25, 50), …,
+ * [2500, 5000) and 5000 and more. Fixed, so two workspaces, or one before and after a fit, compare
+ * bucket by bucket; docs/intelligence.md, "The workspace at a glance".
+ */
+export const CLV_BUCKET_EDGES = [25, 50, 100, 250, 500, 1000, 2500, 5000] as const;
+
+export interface ScoreDistributionRows {
+  /** Live profiles per (R, F) score; profiles without a stored rfm_score are absent. */
+  grid: { r: number; f: number; profiles: number }[];
+  segments: { segment: string; profiles: number }[];
+  /** Bucket i (0–9) is churn risk in [i/10, (i+1)/10), the last one closed (1 included). */
+  churn: { bucket: number; profiles: number }[];
+  /** Bucket i (0–8) is below CLV_BUCKET_EDGES[i] and at or above the edge before it. */
+  clv: { bucket: number; profiles: number }[];
+  stats: {
+    scored: number;
+    gridded: number;
+    clv_min: number | null;
+    clv_max: number | null;
+    clv_median: number | null;
+    clv_total: number | null;
+  };
+}
+
+/**
+ * The distributions of the score columns over a workspace's live profiles, in two statements, each
+ * one pass over the workspace's rows (profiles_list_idx's range, or the table scanned for it): the
+ * counts per (R, F), per label, per churn bucket and per CLV bucket as four grouping sets of one
+ * GROUP BY, then the CLV figures (its median is a sort of the scored values, so it gets its own
+ * pass rather than one per grouping set). The caller bounds the time (a statement timeout).
+ */
+export async function readScoreDistributions(
+  q: Queryable,
+  workspaceId: string,
+): Promise<ScoreDistributionRows> {
+  const { rows } = await q.query<{
+    r: number | null;
+    f: number | null;
+    segment: string | null;
+    churn: number | null;
+    clv: number | null;
+    g_rf: number;
+    g_segment: number;
+    g_churn: number;
+    n: number;
+  }>(
+    `SELECT r, f, segment, churn, clv, GROUPING(r, f)::int AS g_rf, GROUPING(segment)::int AS g_segment,
+            GROUPING(churn)::int AS g_churn, count(*)::int AS n
+       FROM (SELECT rfm_score / 100 AS r, rfm_score / 10 % 10 AS f, rfm_segment AS segment,
+                    least(floor(churn_risk_score * 10)::int, 9) AS churn,
+                    width_bucket(predicted_clv, $2::numeric[]) AS clv
+               FROM profiles
+              WHERE workspace_id = $1 AND merged_into IS NULL AND rfm_segment IS NOT NULL) p
+      GROUP BY GROUPING SETS ((r, f), (segment), (churn), (clv))`,
+    [workspaceId, CLV_BUCKET_EDGES],
+  );
+  const out: ScoreDistributionRows = {
+    grid: [],
+    segments: [],
+    churn: [],
+    clv: [],
+    stats: { scored: 0, gridded: 0, clv_min: null, clv_max: null, clv_median: null, clv_total: null },
+  };
+  for (const row of rows) {
+    if (row.g_rf === 0) {
+      if (row.r !== null && row.f !== null) out.grid.push({ r: row.r, f: row.f, profiles: row.n });
+    } else if (row.g_segment === 0) {
+      if (row.segment !== null) out.segments.push({ segment: row.segment, profiles: row.n });
+    } else if (row.g_churn === 0) {
+      if (row.churn !== null) out.churn.push({ bucket: row.churn, profiles: row.n });
+    } else if (row.clv !== null) out.clv.push({ bucket: row.clv, profiles: row.n });
+  }
+  const { rows: stats } = await q.query<ScoreDistributionRows['stats']>(
+    `SELECT count(*)::int AS scored, count(rfm_score)::int AS gridded,
+            min(predicted_clv)::float8 AS clv_min, max(predicted_clv)::float8 AS clv_max,
+            (percentile_cont(0.5) WITHIN GROUP (ORDER BY predicted_clv))::float8 AS clv_median,
+            sum(predicted_clv)::float8 AS clv_total
+       FROM profiles WHERE workspace_id = $1 AND merged_into IS NULL AND rfm_segment IS NOT NULL`,
+    [workspaceId],
+  );
+  out.stats = stats[0]!;
+  return out;
 }

@@ -2,7 +2,7 @@ import type { Json, JsonObject } from './json-values';
 import { type FieldTimes, PROFILE_FIELDS, type ProfileField, type TraitUpdate } from './trait-types';
 
 /**
- * Splits an identify payload into profile fields and attributes (contract §4): `email`,
+ * Splits an identify payload into profile fields and attributes (docs/ingestion.md): `email`,
  * `first_name`, `last_name` set the fields (a number or boolean is kept as its text; an object or
  * array cannot be a name, so it stays an attribute); every other key is an attribute.
  */

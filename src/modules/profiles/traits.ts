@@ -1,5 +1,5 @@
 /**
- * The attribute merger (spec "Attribute merging rules" + contract §5), pure.
+ * The attribute merger (docs/profiles.md, "Trait merge rules"), pure.
  *
  * Rules, at every key of the incoming document (E = existing value, I = incoming value, t = time of
  * the incoming write, T = time of the stored write at that path):
@@ -31,9 +31,9 @@ import {
   jsonBytes,
 } from './json-values';
 
+export { countTraitKeys, TOO_MANY_TRAIT_KEYS, TRAIT_LIMITS } from '../ingest';
 // The merger's vocabulary lives in small files beside it; importers keep one entry point.
 export * from './json-values';
-export * from './trait-limits';
 export * from './trait-payload';
 export * from './trait-types';
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../../test/expect-error';
 import { startTestService, type TestService } from '../../../test/harness';
+import { analyticsSlots } from '../../platform/http/analytics-share';
 import { calculate } from './segments.read';
 import { waitSegmentsSettled } from './segments.test-kit';
 
@@ -66,7 +67,49 @@ describe('POST /tenant/segments/calculate', () => {
     expectError(await calc({ query: { segment: 'seg_missing' } }), 400, 'VALIDATION_ERROR');
   });
 
-  it('needs an editor key (contract §2): a viewer is refused', async () => {
+  it('needs an editor key: a viewer is refused', async () => {
     expectError(await calc({ query: PRO }, await svc.ws.key(['viewer'])), 403, 'INSUFFICIENT_SCOPE');
+  });
+});
+
+describe('the cost of a calculation', () => {
+  it('is bounded by its time budget: past it, 422 BUDGET_EXCEEDED saying what to do, and nothing held', async () => {
+    const db = svc.rt.deps.db;
+    const over = calculate(db, svc.rt.deps.cursors, svc.ws.id, { query: PRO }, { budgetMs: 0 });
+    await expect(over).rejects.toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      status: 422,
+      message: expect.stringMatching(/budget of 0 s .*save it as a segment/),
+    });
+    // The connection it had is free again: the next calculation answers.
+    expect((await calc({ query: PRO })).body.data.count).toBe(6);
+  });
+
+  it('runs at most analytics_concurrency calculations and fits of a workspace at once: one more is 429 with Retry-After', async () => {
+    const ws = await svc.newWorkspace('concurrency');
+    const set = await svc.call('PATCH', '/tenant/settings', {
+      key: ws.adminKey,
+      body: { analytics_concurrency: 2 },
+    });
+    expect(set.status, set.text).toBe(200);
+    // Two calculations of this workspace running (their slots taken as the route takes them).
+    const running = [analyticsSlots.tryAcquire(ws.id, 2)!, analyticsSlots.tryAcquire(ws.id, 2)!];
+    const refused = await calc({ query: PRO }, ws.adminKey);
+    expectError(refused, 429, 'RATE_LIMITED');
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.body.message).toMatch(/at most 2 expensive operations .*analytics_concurrency/);
+    // A model fit takes from the same share.
+    expectError(
+      await svc.call('POST', '/intelligence/models/fit', { key: ws.adminKey, body: {} }),
+      429,
+      'RATE_LIMITED',
+    );
+    // Another workspace has slots of its own.
+    expect((await calc({ query: PRO })).status).toBe(200);
+    running[0]!();
+    expect((await calc({ query: PRO }, ws.adminKey)).status).toBe(200);
+    // The route gave its slot back: one is still free.
+    expect(analyticsSlots.held(ws.id)).toBe(1);
+    running[1]!();
   });
 });

@@ -3,8 +3,9 @@ import { compileSegment, type SegmentQuery } from './query';
 
 /**
  * Runs compiled segment queries over profiles. The compiler (./query) answers a boolean expression
- * over the profile alias `p` (it reads profiles, event_profiles, events for payload filters, and
- * orders: segments only ever read those tables); this shell adds the workspace, the liveness test and the set of profiles to look at:
+ * over the profile alias `p` (it reads profiles, event_profiles, event_properties for payload
+ * filters, events only for an event too big for event_properties, and orders: segments only ever
+ * read those tables); this shell adds the workspace, the liveness test and the set of profiles to look at:
  * either a list of ids (a refresh of dirty profiles) or a slice of profiles by `seq`.
  *
  * Slices exist because PGlite has one connection: one statement over a whole workspace would hold
@@ -53,47 +54,63 @@ export async function selectMatching(
 }
 
 /**
- * The bound of a whole-workspace statement (PostgreSQL): seconds by design on a large workspace
- * (4 s for a nested query over 1M profiles, docs/benchmarks.md), where the default 5 s bound is
- * there to detect a server that stopped answering and would answer 503.
- */
-export const WHOLE_WORKSPACE_TIMEOUT_MS = 60_000;
-
-/**
  * The whole workspace at once (PostgreSQL's `calculate`): how many live profiles match, and the
  * first `limit` of them after `after` in `seq` order. The count writes event counts as one grouped
  * pass (compile.ts, strategy `set`). The page walks profiles in `seq` order and stops at `limit`
  * matches, probing each one, which is quick while matches are common; when they are rare (under
  * 1% of the table's rows by the planner's estimate) it would walk far, so it too takes the grouped
  * pass. Measured on 1M profiles: docs/decisions.md, "Segments".
+ *
+ * Each statement runs in a transaction whose statement_timeout is what is left until `deadline`
+ * (performance.now() time): the server cancels it there (a 'timeout' error), so a query over its
+ * budget frees its connection and the server's CPU at once.
  */
 export async function countMatching(
-  q: Queryable,
+  db: Db,
   workspaceId: string,
   query: SegmentQuery,
   ctx: EvalContext,
   page: { after: number; limit: number },
+  deadline: number,
 ): Promise<{ count: number; kept: Match[] }> {
   const live = 'p.workspace_id = $1 AND p.merged_into IS NULL';
+  const bounded = <T>(fn: (q: Queryable, timeoutMs: number) => Promise<T>) => {
+    const left = Math.round(deadline - performance.now());
+    if (left <= 0) throw new BudgetSpent();
+    // The client waits a little longer than the server, so the server's cancel is what ends it.
+    return db.transaction((tx) => fn(tx, left + 5_000), { statementTimeoutMs: left });
+  };
   const counted = compileSegment(query, { ...ctx, firstParam: 2, strategy: 'set' });
-  const { rows } = await q.query<{ n: number; rows: number }>(
-    `SELECT count(*)::int AS n,
-            (SELECT greatest(reltuples, 1)::float8 FROM pg_class WHERE oid = 'profiles'::regclass) AS rows
-       FROM profiles p WHERE ${live} AND (${counted.sql})`,
-    [workspaceId, ...counted.params],
-    { timeoutMs: WHOLE_WORKSPACE_TIMEOUT_MS },
-  );
-  const { n: count, rows: estimate } = rows[0]!;
+  const { count, estimate } = await bounded(async (tx, timeoutMs) => {
+    const { rows } = await tx.query<{ n: number; rows: number }>(
+      `SELECT count(*)::int AS n,
+              (SELECT greatest(reltuples, 1)::float8 FROM pg_class WHERE oid = 'profiles'::regclass) AS rows
+         FROM profiles p WHERE ${live} AND (${counted.sql})`,
+      [workspaceId, ...counted.params],
+      { timeoutMs },
+    );
+    return { count: rows[0]!.n, estimate: rows[0]!.rows };
+  });
   if (count === 0) return { count, kept: [] };
   const strategy = count / estimate >= 0.01 ? 'correlated' : 'set';
   const paged = compileSegment(query, { ...ctx, firstParam: 4, strategy });
-  const { rows: kept } = await q.query<Match>(
-    `SELECT p.id, p.seq FROM profiles p WHERE ${live} AND p.seq > $2 AND (${paged.sql})
-      ORDER BY p.seq LIMIT $3`,
-    [workspaceId, page.after, page.limit, ...paged.params],
-    { timeoutMs: WHOLE_WORKSPACE_TIMEOUT_MS },
+  const kept = await bounded(
+    async (tx, timeoutMs) =>
+      (
+        await tx.query<Match>(
+          `SELECT p.id, p.seq FROM profiles p WHERE ${live} AND p.seq > $2 AND (${paged.sql})
+            ORDER BY p.seq LIMIT $3`,
+          [workspaceId, page.after, page.limit, ...paged.params],
+          { timeoutMs },
+        )
+      ).rows,
   );
   return { count, kept: kept.map((m) => ({ id: m.id, seq: Number(m.seq) })) };
+}
+
+/** A calculation's time budget ran out before its next statement (or slice) started. */
+export class BudgetSpent extends Error {
+  override readonly name = 'BudgetSpent';
 }
 
 /** Segments evaluated by one statement (one column each). */

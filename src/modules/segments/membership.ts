@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { Db, Queryable } from '../../platform/db';
+import { createSliceSizer, type SliceSizer } from '../../platform/slices';
 import { type OutboxType, writeOutboxMany } from '../outbox';
+import { getProfileSummaries } from '../profiles';
 import { evaluableQueries } from './definitions';
 import {
   type EvalContext,
@@ -27,19 +29,47 @@ import * as repo from './segments.repo';
  */
 
 /**
- * Dirty profiles taken per transaction: at most 500, fewer when the workspace has many segments,
- * so one transaction (which holds PGlite's only connection) decides a bounded number of
- * profile × segment pairs.
+ * Each transaction of a refresh costs about a target time whatever the queries: its dirty profiles
+ * and its slice of a full evaluation are sized by the time the workspace's last ones took
+ * (platform/slices.ts). PGlite: 10 ms, the longest an ingest waits behind one (its single
+ * connection); PostgreSQL: 100 ms, which keeps a refresh's connection and the job runner's slot
+ * turning over (the analytics lane is shared by every workspace).
  */
-const dirtyChunk = (segments: number) =>
-  Math.max(20, Math.min(500, Math.floor(20_000 / Math.max(1, segments))));
+export const REFRESH_SLICE_TARGET_MS: Record<Db['engine'], number> = { pglite: 10, postgres: 100 };
+const dirtySizer = {
+  pglite: createSliceSizer({ targetMs: REFRESH_SLICE_TARGET_MS.pglite, min: 1, max: 500, initial: 100 }),
+  postgres: createSliceSizer({ targetMs: REFRESH_SLICE_TARGET_MS.postgres, min: 1, max: 500, initial: 500 }),
+};
+const fullSizer = {
+  pglite: createSliceSizer({
+    targetMs: REFRESH_SLICE_TARGET_MS.pglite,
+    min: 1,
+    max: 50_000,
+    initial: SLICE_SIZE.pglite,
+  }),
+  postgres: createSliceSizer({
+    targetMs: REFRESH_SLICE_TARGET_MS.postgres,
+    min: 1,
+    max: 200_000,
+    initial: SLICE_SIZE.postgres,
+  }),
+};
+
+/**
+ * Dirty profiles taken per transaction: what the time sizer says, and never more than 20,000
+ * profile × segment pairs, so a workspace with many segments takes fewer.
+ */
+const dirtyChunk = (sized: number, segments: number) =>
+  Math.max(1, Math.min(sized, Math.floor(20_000 / Math.max(1, segments))));
 
 export interface RefreshOptions {
   log: Logger;
   /** The clock time windows are measured against (tests move it on). */
   now?: () => Date;
   signal?: AbortSignal;
+  /** Fixed sizes instead of the time-sized ones (tests). */
   sliceSize?: number;
+  dirtyChunk?: number;
 }
 
 /**
@@ -57,15 +87,36 @@ export async function refreshWorkspace(
   const deadline = Date.now() + (opts.budgetMs ?? Number.POSITIVE_INFINITY);
   for (;;) {
     opts.signal?.throwIfAborted();
-    const dirty = await db.transaction((tx) => refreshDirty(tx, workspaceId, opts));
+    const dirty = await timed(dirtySizer[db.engine], workspaceId, opts.dirtyChunk, (size) =>
+      db.transaction((tx) => refreshDirty(tx, workspaceId, opts, size)),
+    );
     opts.signal?.throwIfAborted();
-    const full = await db.transaction((tx) => refreshSlice(tx, workspaceId, opts, db.engine));
+    const full = await timed(fullSizer[db.engine], workspaceId, opts.sliceSize, (size) =>
+      db.transaction((tx) => refreshSlice(tx, workspaceId, opts, size)),
+    );
     changes += dirty.changes + full.changes;
     if (dirty.profiles === 0 && !full.worked) return { changes, done: true, worked };
     worked = true;
     // Out of time while ingestion keeps marking profiles: the caller hands the rest to a new job.
     if (Date.now() > deadline) return { changes, done: false, worked };
   }
+}
+
+/**
+ * Runs one sized unit of work and tells the sizer how long it took, unless the size was fixed by
+ * the caller (tests) or the unit did nothing.
+ */
+async function timed<T extends { sized: number }>(
+  sizer: SliceSizer,
+  workspaceId: string,
+  fixed: number | undefined,
+  run: (size: number) => Promise<T>,
+): Promise<T> {
+  const size = fixed ?? sizer.size(workspaceId);
+  const t0 = performance.now();
+  const r = await run(size);
+  if (fixed === undefined && r.sized > 0) sizer.record(workspaceId, r.sized, performance.now() - t0);
+  return r;
 }
 
 interface Loaded {
@@ -92,10 +143,14 @@ async function refreshDirty(
   tx: Queryable,
   workspaceId: string,
   opts: RefreshOptions,
-): Promise<{ profiles: number; changes: number }> {
+  size: number,
+): Promise<{ profiles: number; changes: number; sized: number }> {
   const { defs, ctx } = await load(tx, workspaceId, opts);
-  const ids = await members.takeDirty(tx, workspaceId, dirtyChunk(defs.length));
-  if (ids.length === 0 || defs.length === 0) return { profiles: ids.length, changes: 0 };
+  const want = dirtyChunk(size, defs.length);
+  const ids = await members.takeDirty(tx, workspaceId, want);
+  // Only a full chunk says how long a chunk of this size takes.
+  const sized = ids.length === want ? want : 0;
+  if (ids.length === 0 || defs.length === 0) return { profiles: ids.length, changes: 0, sized: 0 };
   const current = await members.membersAmong(
     tx,
     defs.map((d) => d.id),
@@ -114,25 +169,25 @@ async function refreshDirty(
     changes.push(...diff(d.id, selected.get(d.id)!, now));
   }
   await record(tx, workspaceId, changes, ctx.now);
-  return { profiles: ids.length, changes: changes.length };
+  return { profiles: ids.length, changes: changes.length, sized };
 }
 
 async function refreshSlice(
   tx: Queryable,
   workspaceId: string,
   opts: RefreshOptions,
-  engine: Db['engine'],
-): Promise<{ worked: boolean; changes: number }> {
+  size: number,
+): Promise<{ worked: boolean; changes: number; sized: number }> {
   const { defs, ctx, broken } = await load(tx, workspaceId, opts);
   // A segment that cannot be evaluated would keep its evaluation pending (and "computing") forever.
   await repo.abandonFull(tx, broken);
   const pending = defs.filter((x) => x.full_after_seq !== null);
-  if (pending.length === 0) return { worked: false, changes: 0 };
+  if (pending.length === 0) return { worked: false, changes: 0, sized: 0 };
   // The segments furthest behind, together: those restarted at once (a save of several, the
   // time-window schedule) then walk the profiles together, one read of each slice for all.
   const after = Math.min(...pending.map((x) => x.full_after_seq!));
   const group = pending.filter((x) => x.full_after_seq === after).slice(0, SEGMENTS_PER_STATEMENT);
-  const upTo = await sliceEnd(tx, workspaceId, after, opts.sliceSize ?? SLICE_SIZE[engine]);
+  const upTo = await sliceEnd(tx, workspaceId, after, size);
   const scope: Scope = { after, upTo };
   const ids = group.map((d) => d.id);
   const selected = await selectMatchingMany(
@@ -150,7 +205,8 @@ async function refreshSlice(
   }
   await record(tx, workspaceId, changes, ctx.now);
   for (const id of ids) await repo.setFullProgress(tx, id, upTo, after);
-  return { worked: true, changes: changes.length };
+  // The last slice of a walk is short: it says nothing about the time of a full one.
+  return { worked: true, changes: changes.length, sized: upTo === null ? 0 : size };
 }
 
 const query = (ctx: EvalContext, id: string): SegmentQuery => ctx.segments.get(id)!;
@@ -173,12 +229,27 @@ async function record(
 ): Promise<void> {
   if (changes.length === 0) return;
   await members.applyChanges(tx, changes, at);
+  // Each fact names its segment and says who the profile is (a merged-away one: its survivor).
+  const names = await repo.segmentNames(
+    tx,
+    changes.map((c) => c.segmentId),
+  );
+  const who = await getProfileSummaries(
+    tx,
+    workspaceId,
+    changes.map((c) => c.profileId),
+  );
   await writeOutboxMany(
     tx,
     changes.map((c) => ({
       workspaceId,
       type: c.change === 'entered' ? ENTERED : EXITED,
-      data: { segment_id: c.segmentId, profile_id: c.profileId },
+      data: {
+        segment_id: c.segmentId,
+        segment_name: names.get(c.segmentId) ?? null,
+        profile_id: c.profileId,
+        profile: who.get(c.profileId) ?? null,
+      },
     })),
   );
 }

@@ -49,7 +49,7 @@ export async function registerSegmentJobs(runner: JobRunner, opts: SegmentJobOpt
       const r = await refreshWorkspace(db, ws, { ...opts, signal, budgetMs: JOB_BUDGET_MS });
       await drain.settle(db, job, ws, r);
     },
-    { timeoutMs: 120_000 },
+    { timeoutMs: 120_000, lane: 'analytics' },
   );
   await runner.schedule('segments.sweep', 'every 1m', REFRESH_QUEUE, { sweep: true });
   await runner.schedule('segments.windows', 'every 1m', REFRESH_QUEUE, { windows: true });

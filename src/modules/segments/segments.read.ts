@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { type CursorCodec, type Page, type PageRequest, pageRequest, toPage } from '../../platform/cursor';
-import type { Db } from '../../platform/db';
+import { type Db, isStatementTimeout } from '../../platform/db';
 import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
+import { createSliceSizer, slicerFor } from '../../platform/slices';
 import { findLiveProfileId, getLiveProfiles, type ProfileView } from '../profiles';
 import { parsedQueries } from './definitions';
-import { countMatching, type Match, SLICE_SIZE, selectMatching, sliceEnd } from './evaluate';
+import { BudgetSpent, countMatching, type Match, selectMatching, sliceEnd } from './evaluate';
 import * as members from './membership.repo';
 import type { SegmentQuery } from './query';
 import * as repo from './segments.repo';
@@ -110,16 +111,31 @@ export interface CalculateView {
 }
 
 /**
- * POST /tenant/segments/calculate: evaluates a query now, without saving it. The whole workspace
- * is walked in slices of profiles (see evaluate.ts), counting every match and keeping the page's;
- * the cursor is bound to the query (a digest of it), so it cannot page another query's answer.
+ * The time a calculation may take, on both engines. On PostgreSQL the server cancels a statement
+ * past it (what is left of it, per statement); on PGlite the slices stop once it is spent. Either
+ * way the answer is 422 BUDGET_EXCEEDED saying what to do instead, and nothing is held past it.
+ */
+export const CALCULATE_BUDGET_MS = 10_000;
+
+const budgetExceeded = (budgetMs: number) =>
+  new AppError(
+    'BUDGET_EXCEEDED',
+    `the query needed more than its budget of ${budgetMs / 1000} s (limit: calculate time budget); ` +
+      'save it as a segment (its membership is computed in the background and kept current) or narrow it ' +
+      '(a shorter time window, an event name, fewer conditions)',
+  );
+
+/**
+ * POST /tenant/segments/calculate: evaluates a query now, without saving it, within
+ * CALCULATE_BUDGET_MS. The cursor is bound to the query (a digest of it), so it cannot page
+ * another query's answer.
  */
 export async function calculate(
   db: Db,
   codec: CursorCodec,
   workspaceId: string,
   body: CalculateRequest,
-  opts: { now?: Date; sliceSize?: number } = {},
+  opts: { now?: Date; sliceSize?: number; budgetMs?: number } = {},
 ): Promise<CalculateView> {
   const query = parseOrRefuse(body.query);
   const digest = createHash('sha256').update(JSON.stringify(query)).digest('base64url');
@@ -132,21 +148,39 @@ export async function calculate(
   const { segments } = parsedQueries(await repo.listDefinitions(db, workspaceId));
   compileOrRefuse(query, segments);
   const ctx = { now: opts.now ?? new Date(), segments };
-  // PostgreSQL: one statement (its other connections keep serving meanwhile, and one grouped pass
-  // beats probing slice after slice); PGlite: slices, so ingestion gets a turn between two.
-  const { count, kept } =
-    db.engine === 'postgres' && opts.sliceSize === undefined
-      ? await countMatching(db, workspaceId, query, ctx, { after, limit: page.limit + 1 })
-      : await inSlices(db, workspaceId, query, ctx, after, page.limit + 1, opts.sliceSize);
+  const budgetMs = opts.budgetMs ?? CALCULATE_BUDGET_MS;
+  const deadline = performance.now() + budgetMs;
+  let found: { count: number; kept: Match[] };
+  try {
+    // PostgreSQL: one grouped pass (its other connections keep serving meanwhile, and one pass beats
+    // probing slice after slice); PGlite: slices, so ingestion gets a turn between two.
+    found =
+      db.engine === 'postgres' && opts.sliceSize === undefined
+        ? await countMatching(db, workspaceId, query, ctx, { after, limit: page.limit + 1 }, deadline)
+        : await inSlices(
+            db,
+            workspaceId,
+            query,
+            ctx,
+            after,
+            page.limit + 1,
+            deadline,
+            digest,
+            opts.sliceSize,
+          );
+  } catch (err) {
+    if (err instanceof BudgetSpent || isStatementTimeout(err)) throw budgetExceeded(budgetMs);
+    throw err;
+  }
   const shown = toPage(
     codec,
     page,
-    kept,
+    found.kept,
     (m) => [m.seq],
     (m) => m.id,
   );
   return {
-    count,
+    count: found.count,
     profiles: await presentProfiles(db, workspaceId, shown.data),
     pagination: shown.pagination,
   };
@@ -154,14 +188,26 @@ export async function calculate(
 
 type Ctx = Parameters<typeof selectMatching>[3];
 
-/** What one slice's statement may take on PGlite: the longest an ingest waits behind it. */
-const SLICE_TARGET_MS = 10;
-const SLICE_BOUNDS = { min: 500, max: 50_000 };
+/**
+ * What one slice's statements may take on PGlite: the longest an ingest waits behind it. A slice
+ * may shrink to one profile (a payload filter over a profile's many events); the floor of 500 it
+ * had made the 10 ms unreachable for such queries.
+ */
+const SLICE_BOUNDS = { targetMs: 10, min: 1, max: 50_000 };
+
+/**
+ * The slice size each walk starts from, per workspace and query: where the last walk of the same
+ * query ended. A query not walked before starts at 250 profiles, then at most doubles per slice:
+ * with a fixed start of 2,000, the first slice of every calculation of a heavy payload filter (each
+ * profile's events over years) held the connection for several times the target before the size
+ * could adapt.
+ */
+const CALCULATE_SLICES = createSliceSizer({ ...SLICE_BOUNDS, initial: 250 });
 
 /**
  * PGlite: one connection for everything, so the workspace is walked in slices of profiles by
  * `seq` (evaluate.ts), and ingestion statements get their turn between two slices. The slice size
- * follows the measured time of the last one towards SLICE_TARGET_MS (at most doubling per step): a
+ * follows the measured time of the last one towards SLICE_BOUNDS.targetMs (at most doubling per step): a
  * cheap trait filter takes a few large slices, an event count smaller ones. Counts stay probed
  * per profile (cost in proportion to the slice, so the sizing converges): a grouped pass per slice
  * rescans the whole window each time, and measured slower on 100k profiles (4.4 s against 2.8 s;
@@ -174,22 +220,27 @@ async function inSlices(
   ctx: Ctx,
   after: number,
   want: number,
+  deadline: number,
+  /** The query's digest: with the workspace, the key of the slice size remembered between walks. */
+  digest: string,
   sliceSize?: number,
 ): Promise<{ count: number; kept: Match[] }> {
-  let size = sliceSize ?? SLICE_SIZE[db.engine];
+  const slicer = sliceSize === undefined ? slicerFor(CALCULATE_SLICES, `${workspaceId}:${digest}`) : null;
+  let size = sliceSize ?? slicer!.size();
   let count = 0;
   const kept: Match[] = [];
   for (let lo = 0; ; ) {
     const t0 = performance.now();
+    if (t0 > deadline) throw new BudgetSpent();
     const upTo = await sliceEnd(db, workspaceId, lo, size);
     const matches = await selectMatching(db, workspaceId, query, ctx, { after: lo, upTo });
     count += matches.length;
     for (const m of matches) if (m.seq > after && kept.length < want) kept.push(m);
     if (upTo === null) break;
     lo = upTo;
-    if (sliceSize === undefined) {
-      const ratio = Math.min(2, SLICE_TARGET_MS / Math.max(1, performance.now() - t0));
-      size = Math.round(Math.min(SLICE_BOUNDS.max, Math.max(SLICE_BOUNDS.min, size * ratio)));
+    if (slicer) {
+      slicer.record(size, performance.now() - t0);
+      size = slicer.size();
     }
   }
   return { count, kept };

@@ -144,6 +144,16 @@ export async function listDefinitions(q: Queryable, workspaceId: string): Promis
   return rows;
 }
 
+/** The names of these segments (for the facts of their entries and exits). */
+export async function segmentNames(q: Queryable, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await q.query<{ id: string; name: string }>(
+    'SELECT id, name FROM segments WHERE id = ANY($1::text[])',
+    [[...new Set(ids)]],
+  );
+  return new Map(rows.map((r) => [r.id, r.name]));
+}
+
 /** The segments that refer to this one directly. */
 export async function listReferrers(q: Queryable, workspaceId: string, id: string): Promise<string[]> {
   const { rows } = await q.query<{ id: string }>(

@@ -1,3 +1,4 @@
+import { withinAnalyticsShare } from '../../platform/http/analytics-share';
 import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
 import { paged, pageOf } from '../../platform/http/paging';
 import { workspaceOf } from '../../platform/http/principal';
@@ -31,12 +32,22 @@ export function registerSegmentRoutes(app: App, deps: AppDeps): void {
         security,
         summary:
           'Evaluate a segment query now without saving it: how many live profiles it selects, and a page ' +
-          'of them (oldest first). The cursor only pages the same query.',
+          'of them (oldest first). The cursor only pages the same query. At most 10 s of work (422 ' +
+          'BUDGET_EXCEEDED past it: save the segment instead) and `analytics_concurrency` calculations ' +
+          'of a workspace at once (429 beyond).',
         body: CalculateBody,
         response: { 200: Envelope(CalculateSchema) },
       },
     },
-    async (req) => ok(await reads.calculate(deps.db, deps.cursors, workspaceOf(req), req.body)),
+    async (req) => {
+      const ws = workspaceOf(req);
+      const { analytics_concurrency: limit } = await deps.settings.read(deps.db, ws);
+      return ok(
+        await withinAnalyticsShare(ws, limit, () =>
+          reads.calculate(deps.db.lane('analytics'), deps.cursors, ws, req.body),
+        ),
+      );
+    },
   );
 
   app.post(

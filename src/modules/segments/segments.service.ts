@@ -115,10 +115,12 @@ export async function createSegment(db: Db, workspaceId: string, body: CreateSeg
   const id = newSortableId('seg');
   const row = await db.transaction(async (tx) => {
     await repo.lockWorkspaceSegments(tx, workspaceId);
-    const checked = await checkQuery(tx, workspaceId, id, body.query);
+    // The cheap refusal first: a workspace at its cap must not make every refused save parse and
+    // compile all its segments (a loop of them held PGlite's connection for 100 ms each).
     if ((await repo.countSegments(tx, workspaceId)) >= SEGMENTS_PER_WORKSPACE) {
       throw new AppError('CONFLICT', `a workspace holds at most ${SEGMENTS_PER_WORKSPACE} segments`);
     }
+    const checked = await checkQuery(tx, workspaceId, id, body.query);
     await repo.insertSegment(tx, {
       id,
       workspaceId,

@@ -1,3 +1,4 @@
+import { waitUntil } from '../../../test/wait';
 import type { Db } from '../../platform/db';
 import type { EvalProfile } from './query';
 
@@ -10,16 +11,18 @@ import type { EvalProfile } from './query';
  */
 export async function waitSegmentsSettled(db: Db, timeoutMs = 20_000): Promise<number> {
   const t0 = Date.now();
-  for (;;) {
-    const { rows } = await db.query<{ n: number }>(
-      `SELECT (SELECT count(*) FROM event_backlog)
-            + (SELECT count(*) FROM segment_dirty_profiles)
-            + (SELECT count(*) FROM segments WHERE full_after_seq IS NOT NULL) AS n`,
-    );
-    if (Number(rows[0]!.n) === 0) return Date.now() - t0;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`segment work still pending after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitUntil(
+    async () => {
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT (SELECT count(*) FROM event_backlog)
+              + (SELECT count(*) FROM segment_dirty_profiles)
+              + (SELECT count(*) FROM segments WHERE full_after_seq IS NOT NULL) AS n`,
+      );
+      return Number(rows[0]!.n) === 0;
+    },
+    { what: 'segment membership to settle (events processed, refreshes done)', timeoutMs },
+  );
+  return Date.now() - t0;
 }
 
 /** The live profiles of a workspace with their events and orders, as evaluateSegment takes them. */

@@ -146,7 +146,9 @@ async function attempt(
   const gone = r.statusCode === 410;
   let status: DeliveryStatus = 'delivered';
   let next: number | null = null;
-  if (gone) status = 'failed';
+  // Refused by the address guard (no connection made): every retry would be refused the same way,
+  // so the delivery fails now with the reason; `redeliver` sends it once the URL or setting is fixed.
+  if (gone || r.refused) status = 'failed';
   else if (!ok && n >= webhookPolicy.maxAttempts) status = 'dead';
   else if (!ok) {
     status = 'pending';

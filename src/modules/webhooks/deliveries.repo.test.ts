@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitUntil } from '../../../test/wait';
 import type { Db } from '../../platform/db';
 import { openTestDb, type TestDb } from '../../platform/jobs/jobs.test-kit';
 import {
@@ -70,7 +71,14 @@ describe('webhook deliveries in the database', () => {
     // A lease that ran out (its taker died) can be taken again.
     const [other] = await deliveries(null);
     expect(await takeAttempt(db, other!, 1, 1)).toBe(true);
-    await new Promise((r) => setTimeout(r, 20));
+    const leaseOver = async () =>
+      (
+        await db.query<{ over: boolean }>(
+          'SELECT attempt_until < now() AS over FROM webhook_deliveries WHERE id = $1',
+          [other],
+        )
+      ).rows[0]!.over;
+    await waitUntil(leaseOver, { what: 'the 1 ms lease to run out by the database clock' });
     expect(await takeAttempt(db, other!, 1, 60_000)).toBe(true);
   });
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitUntil } from '../../../test/wait';
 import type { Db } from '../../platform/db';
-import { openTestDb, type TestDb, waitFor } from '../../platform/jobs/jobs.test-kit';
+import { openTestDb, type TestDb } from '../../platform/jobs/jobs.test-kit';
 import { createLogger } from '../../platform/logger';
 import { writeOutbox } from '../outbox';
 import { startFanOutPump } from './fanout.pump';
@@ -44,8 +45,8 @@ describe('the fan-out pump', () => {
     const stop = await startFanOutPump({ db, log: createLogger('silent'), onDeliveries: () => woken++ });
     try {
       await db.transaction((tx) => writeOutbox(tx, ws, 'order.completed', { order_id: 'o1' }));
-      await waitFor(async () => (await deliveriesOf(ws)) === 1);
-      await waitFor(() => woken > 0);
+      await waitUntil(async () => (await deliveriesOf(ws)) === 1, { what: 'one delivery row' });
+      await waitUntil(() => woken > 0, { what: 'the pump to wake the deliverer' });
     } finally {
       await stop();
     }
@@ -66,7 +67,10 @@ describe('the fan-out pump', () => {
     const stop = await startFanOutPump({ db: flaky, log: createLogger('silent'), onDeliveries: () => {} });
     try {
       await db.transaction((tx) => writeOutbox(tx, ws, 'order.completed', { order_id: 'o2' }));
-      await waitFor(async () => (await deliveriesOf(ws)) === 1, 15_000);
+      await waitUntil(async () => (await deliveriesOf(ws)) === 1, {
+        what: 'one delivery row once storage is back',
+        timeoutMs: 15_000,
+      });
       expect(failures).toBeLessThan(0);
     } finally {
       await stop();

@@ -3,7 +3,7 @@ import type { BackoffPolicy } from '../../platform/jobs';
 /**
  * How deliveries are retried. Exponential backoff with full jitter (platform/jobs backoff): ceilings
  * 1, 2, 4 … 128 min, then 4 h; 25 attempts put the sum of the ceilings at ≈ 68 h, so the expected
- * span of the retries (half of that) is ≈ 34 h and the 24 h of the contract is met with room.
+ * span of the retries (half of that) is ≈ 34 h and the 24 h docs/webhooks.md promises is met with room.
  * Mutable so tests can shorten it before the service starts (read when the queues register and at
  * every attempt).
  */

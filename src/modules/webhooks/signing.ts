@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 
 /**
- * Signatures of a delivery. Two schemes over the same bytes: the contract's `X-Service-Signature`
+ * Signatures of a delivery. Two schemes over the same bytes: the documented `X-Service-Signature` (docs/webhooks.md)
  * (hex HMAC-SHA256 of the raw body, keyed with the secret string as written) and Standard Webhooks
  * (https://www.standardwebhooks.com): `webhook-signature: v1,<base64 HMAC-SHA256 of
  * "{id}.{timestamp}.{body}">`, keyed with the base64-decoded part after `whsec_`, so any Standard

@@ -43,6 +43,27 @@ describe('the webhook address guard', () => {
     await expect(checkDestination(url, false)).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
   });
 
+  // Each of these reached 127.0.0.1 or another inside address and was accepted at creation before.
+  it.each([
+    ['IPv4-compatible, dotted', 'https://[::127.0.0.1]/hook'],
+    ['IPv4-compatible, hex', 'https://[::7f00:1]/hook'],
+    ['6to4 of 127.0.0.1', 'https://[2002:7f00:1::]/hook'],
+    ['IPv4-translated (SIIT) of 127.0.0.1', 'https://[::ffff:0:7f00:1]/hook'],
+    ['Teredo', 'https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook'],
+    ['local-use NAT64 of 127.0.0.1', 'https://[64:ff9b:1::7f00:1]/hook'],
+    ['discard-only', 'https://[100::1]/hook'],
+  ])('refuses a host literal in the %s form', async (_form, url) => {
+    await expect(checkDestination(url, false)).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
+  });
+
+  it('names the setting that allows private destinations when it refuses one', async () => {
+    for (const url of ['https://10.0.0.5/hook', 'http://93.184.215.14/hook', 'https://localhost/hook']) {
+      const err = await checkDestination(url, false).catch((e: Error) => e);
+      expect(err, url).toBeInstanceOf(Error);
+      expect((err as Error).message, url).toContain('CDP_ALLOW_PRIVATE_WEBHOOKS');
+    }
+  });
+
   it('accepts https on a public address, and http or loopback only with the setting', async () => {
     await expect(checkDestination('https://93.184.215.14/hook', false)).resolves.toBeUndefined();
     await expect(checkDestination('http://127.0.0.1:9/hook', true)).resolves.toBeUndefined();

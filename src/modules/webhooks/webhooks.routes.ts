@@ -30,7 +30,7 @@ const AttemptSchema = Type.Object({
   attempted_at: Type.String({ format: 'date-time' }),
 });
 
-/** Outbound webhook subscriptions and their deliveries (contract §9); admin keys only. */
+/** Outbound webhook subscriptions and their deliveries (docs/webhooks.md); admin keys only. */
 export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   const allowPrivate = deps.config.allowPrivateWebhooks;
 

@@ -1,8 +1,15 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'vitest';
-import type { TestService, TestWorkspace } from '../../../test/harness';
+import { dropSchema, freshSchemaName, type TestService, type TestWorkspace } from '../../../test/harness';
+import { waitUntil } from '../../../test/wait';
+import { loadConfig } from '../../config';
+import { createLogger } from '../../platform/logger';
+import { createRuntime, type Runtime } from '../../runtime';
 
 /** A receiver on 127.0.0.1 (port 0) whose answers a test scripts, recording every request. */
 export interface Received {
@@ -14,6 +21,8 @@ export interface Received {
 export interface Receiver {
   url: string;
   received: Received[];
+  /** TCP connections accepted so far (a refused destination adds none; kept-alive ones are reused). */
+  connections(): number;
   /** Answers per path, in order; once used up (or for an unscripted path) the answer is 200. */
   script(path: string, answers: Array<{ status: number; headers?: Record<string, string> }>): void;
   /** Waits until `path` has received at least `n` requests. */
@@ -34,19 +43,22 @@ export async function startReceiver(): Promise<Receiver> {
       res.writeHead(next.status, next.headers ?? {}).end('ok');
     });
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   const of = (path: string) => received.filter((r) => r.path === path);
   return {
     url: `http://127.0.0.1:${port}`,
     received,
+    connections: () => connections,
     script: (path, answers) => scripts.set(path, [...answers]),
     async waitFor(path, n, timeoutMs = 15_000) {
-      const until = Date.now() + timeoutMs;
-      while (of(path).length < n) {
-        if (Date.now() > until) throw new Error(`receiver: ${of(path).length} of ${n} requests to ${path}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await waitUntil(() => of(path).length >= n, {
+        what: `${n} requests to ${path}`,
+        timeoutMs,
+        detail: () => `the receiver has ${of(path).length}`,
+      });
       return of(path);
     },
     close: () => new Promise((r) => server.close(() => r())),
@@ -77,7 +89,7 @@ export function verifyStandardWebhook(
     });
 }
 
-/** The contract's X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body with the secret. */
+/** The X-Service-Signature of docs/webhooks.md: lowercase hex HMAC-SHA256 of the raw body with the secret. */
 export function verifyServiceSignature(secret: string, r: Received): boolean {
   const expected = createHmac('sha256', secret).update(r.body).digest('hex');
   const given = String(r.headers['x-service-signature']);
@@ -120,4 +132,48 @@ export async function listDeliveries(svc: TestService, ws: TestWorkspace, hookId
   const res = await svc.call('GET', `/tenant/webhooks/${hookId}/deliveries`, { key: ws.adminKey });
   expect(res.status, res.text).toBe(200);
   return res.body.data as Array<Record<string, unknown>>;
+}
+
+/**
+ * A service a test stops and starts again on the same storage (PGlite in a directory of its own, or
+ * a schema of its own on PostgreSQL when DATABASE_URL is set), with other settings each time if it
+ * likes; `call` goes to the one running, as the default workspace's admin.
+ */
+export function restartableService() {
+  const adminKey = `cdp_sk_${randomBytes(32).toString('base64url')}`;
+  const pgUrl = process.env.DATABASE_URL ?? null;
+  const schema = pgUrl ? freshSchemaName() : null;
+  const dataDir = pgUrl ? null : mkdtempSync(join(tmpdir(), 'cdp-webhook-restart-'));
+  let rt: Runtime | null = null;
+  return {
+    async start(env: Record<string, string> = {}): Promise<void> {
+      const config = loadConfig({
+        LOG_LEVEL: 'silent',
+        CDP_INITIAL_ADMIN_KEY: adminKey,
+        ...env,
+        ...(pgUrl ? { DATABASE_URL: pgUrl, DATABASE_SCHEMA: schema! } : { DATA_DIR: dataDir! }),
+      });
+      rt = await createRuntime(config, createLogger('silent'));
+    },
+    async stop(): Promise<void> {
+      await rt?.stop();
+      rt = null;
+    },
+    async call(method: 'GET' | 'POST', url: string, body?: unknown) {
+      const res = await rt!.app!.inject({
+        method,
+        url,
+        headers: { 'x-api-key': adminKey, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { payload: JSON.stringify(body) } : {}),
+      });
+      return { status: res.statusCode, body: JSON.parse(res.body) };
+    },
+    /** Stops it and removes its storage. */
+    async remove(): Promise<void> {
+      await rt?.stop();
+      rt = null;
+      if (pgUrl && schema) await dropSchema(pgUrl, schema);
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }

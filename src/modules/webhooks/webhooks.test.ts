@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService, type TestWorkspace } from '../../../test/harness';
+import { waitUntil } from '../../../test/wait';
 import { waitProcessed } from '../processing/processing.test-kit';
 import { webhookPolicy } from './policy';
 import {
@@ -38,14 +39,27 @@ const subscribe = (ws: TestWorkspace, path: string, extra: Record<string, unknow
 const identify = (ws: TestWorkspace) => identifyNew(svc, ws);
 const deliveriesOf = (ws: TestWorkspace, hookId: string) => listDeliveries(svc, ws, hookId);
 
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`condition not met in time: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** Reads until `ok` holds and answers what it read; a failure shows the last thing read. */
+async function until<T>(
+  what: string,
+  read: () => Promise<T>,
+  ok: (v: T) => boolean,
+  timeoutMs = 15_000,
+): Promise<T> {
+  let last: T | undefined;
+  await waitUntil(
+    async () => {
+      last = await read();
+      return ok(last);
+    },
+    {
+      what,
+      timeoutMs,
+      intervalMs: 100,
+      detail: () => last,
+    },
+  );
+  return last as T;
 }
 
 describe('webhook subscriptions', () => {
@@ -99,6 +113,7 @@ describe('webhook deliveries', () => {
     expect(new Webhook(hook.secret).verify(got!.body, headers)).toEqual(body);
     expect(verifyServiceSignature(`${hook.secret}x`, got!)).toBe(false);
     const [d] = await until(
+      'the delivery to be delivered',
       () => deliveriesOf(ws, hook.id),
       (l) => l[0]?.status === 'delivered',
     );
@@ -141,6 +156,7 @@ describe('webhook deliveries', () => {
     expect(fit.status, fit.text).toBe(200);
 
     const got = await until(
+      'the four facts of three kinds at /kinds',
       async () => rx.received.filter((r) => r.path === '/kinds'),
       (l) => new Set(l.map((r) => JSON.parse(r.body).type)).size === 3 && l.length >= 4,
       30_000,
@@ -161,6 +177,7 @@ describe('webhook deliveries', () => {
     const hook = await subscribe(ws, '/flaky');
     await identify(ws);
     const [d] = await until(
+      'the delivery to be delivered',
       () => deliveriesOf(ws, hook.id),
       (l) => l[0]?.status === 'delivered',
     );
@@ -196,6 +213,7 @@ describe('webhook deliveries', () => {
       expect(res.status, res.text).toBe(200);
       await identify(ws);
       const [d] = await until(
+        'the delivery to be delivered',
         () => deliveriesOf(ws, res.body.data.id),
         (l) => l[0]?.status === 'delivered',
       );
@@ -289,6 +307,7 @@ describe('webhook deliveries', () => {
     await identify(ws);
     await rx.waitFor('/later', 2);
     const times = await until(
+      'the delivery to be delivered',
       () => svc.call('GET', `/tenant/webhooks/${hook.id}/deliveries`, { key: ws.adminKey }),
       (r) => r.body.data[0]?.status === 'delivered',
     );
@@ -309,6 +328,7 @@ describe('webhook deliveries', () => {
     const hook = await subscribe(ws, '/gone');
     await identify(ws);
     const [d] = await until(
+      'the delivery to fail',
       () => deliveriesOf(ws, hook.id),
       (l) => l[0]?.status === 'failed',
     );
@@ -325,6 +345,7 @@ describe('webhook deliveries', () => {
     const hook = await subscribe(ws, '/again');
     await identify(ws);
     const [d] = await until(
+      'the delivery to be delivered',
       () => deliveriesOf(ws, hook.id),
       (l) => l[0]?.status === 'delivered',
     );
@@ -336,6 +357,7 @@ describe('webhook deliveries', () => {
     expect(sent[1]!.headers['x-service-delivery']).toBe(d!.id);
     expect(sent[1]!.body).toBe(sent[0]!.body);
     await until(
+      'the re-send to be delivered',
       () => deliveriesOf(ws, hook.id),
       (l) => l[0]?.status === 'delivered' && l[0]?.attempts === 2,
     );
@@ -349,6 +371,7 @@ describe('webhook deliveries', () => {
       const hook = await subscribe(ws, '/dead');
       await identify(ws);
       const [d] = await until(
+        'the delivery to be dead-lettered',
         () => deliveriesOf(ws, hook.id),
         (l) => l[0]?.status === 'dead',
       );
@@ -357,6 +380,7 @@ describe('webhook deliveries', () => {
         key: ws.adminKey,
       });
       await until(
+        'the re-send of the dead letter to be delivered',
         () => deliveriesOf(ws, hook.id),
         (l) => l[0]?.status === 'delivered' && l[0]?.attempts === 4,
       );

@@ -4,12 +4,14 @@ import type { Db } from '../../platform/db';
 import { effectiveSettings } from './settings';
 import { type SettingsPatch, SettingsPatchSchema, type WorkspaceSettings } from './settings.schemas';
 import { patchSettings } from './settings.service';
+import type { SettingsStore } from './settings.store';
 import * as repo from './workspaces.repo';
 
 /**
- * `cdp settings get|set`: the workspace settings, offline on the database (no server, no key).
- * Input goes through the same schema as PATCH /tenant/settings. On PostgreSQL a running service
- * hears a change at once (the trigger's notification); on PGlite no service may run meanwhile.
+ * `cdp settings get|set`: the workspace settings, on the database (no key). Input goes through the
+ * same schema as PATCH /tenant/settings. On PostgreSQL a running service hears a change at once (the
+ * trigger's notification); on PGlite the command runs inside the running service (src/commands.ts),
+ * which passes its settings store so the change is in effect when the command answers.
  */
 
 export interface SettingsCommandResult {
@@ -83,6 +85,7 @@ export async function runSettingsCommand(
   sub: string | undefined,
   args: readonly string[],
   workspaceRef: string | undefined,
+  store: SettingsStore | null = null,
 ): Promise<SettingsCommandResult> {
   if (sub === 'get') {
     if (args.length > 0) throw new ConfigError('usage: cdp settings get [--workspace ID|NAME]');
@@ -92,7 +95,7 @@ export async function runSettingsCommand(
   if (sub === 'set') {
     const patch = parseAssignments(args);
     const w = await findWorkspace(db, workspaceRef);
-    return { workspace: { id: w.id, name: w.name }, settings: await patchSettings(db, null, w.id, patch) };
+    return { workspace: { id: w.id, name: w.name }, settings: await patchSettings(db, store, w.id, patch) };
   }
   throw new ConfigError('usage: cdp settings get|set [KEY=VALUE …] [--workspace ID|NAME]');
 }

@@ -17,6 +17,7 @@ const DEFAULTS = {
   churn_threshold: 0.7,
   discount_rate: 0.1,
   clv_horizon_days: 365,
+  analytics_concurrency: 2,
 };
 
 const patch = (ws: TestWorkspace, body: unknown) =>
@@ -127,6 +128,8 @@ describe('PATCH /tenant/settings', () => {
     ['a discount rate above 1', { discount_rate: 1.01 }, ['/discount_rate']],
     ['a horizon under 30 days', { clv_horizon_days: 29 }, ['/clv_horizon_days']],
     ['a horizon over five years', { clv_horizon_days: 1826 }, ['/clv_horizon_days']],
+    ['no calculations at once', { analytics_concurrency: 0 }, ['/analytics_concurrency']],
+    ['more calculations at once than 16', { analytics_concurrency: 17 }, ['/analytics_concurrency']],
     ['a merge cap of 0', { merge_cap: 0 }, ['/merge_cap']],
     ['an empty junk value', { junk_identifiers: ['ok', ''] }, ['/junk_identifiers/1']],
   ])(

@@ -7,7 +7,7 @@ import { getSettings, patchSettings } from './settings.service';
 const tags = ['workspace settings'];
 const security = [{ apiKey: [] }];
 
-/** Workspace settings (contract §2: admin scope), documented key by key in settings.schemas.ts. */
+/** Workspace settings (docs/api.md, "Authentication and scopes": admin scope), documented key by key in settings.schemas.ts. */
 export function registerSettingsRoutes(app: App, deps: AppDeps): void {
   app.get(
     '/tenant/settings',

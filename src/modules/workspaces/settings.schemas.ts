@@ -7,7 +7,7 @@ import { DEFAULT_LIMITS } from '../../platform/http/rate-limit';
  * they accept and document the same things. docs/api.md ("Workspace settings") repeats the table.
  */
 
-/** The contract's values (§5, §8, §10): what a workspace that never changed anything gets. */
+/** The documented defaults (docs/api.md, "Workspace settings"): what a workspace that never changed anything gets. */
 export const DEFAULT_SETTINGS = Object.freeze({
   rate_limits: Object.freeze({
     requests_per_minute: DEFAULT_LIMITS.standard,
@@ -18,6 +18,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
   churn_threshold: 0.7,
   discount_rate: 0.1,
   clv_horizon_days: 365,
+  analytics_concurrency: 2,
 });
 
 export const MAX_JUNK_IDENTIFIERS = 1000;
@@ -74,6 +75,13 @@ const FIELDS = {
     maximum: 1825,
     description: 'Horizon of predicted_clv, in days. Integer 30–1825 (five years); default 365.',
   },
+  analytics_concurrency: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 16,
+    description:
+      'Expensive operations of the workspace (segment calculations, intelligence summaries, model fits) that may run at once on each service process; one more is 429 with Retry-After. Integer 1–16; default 2.',
+  },
 } as const;
 
 const withDefault = (schema: object, value: unknown): TSchema => Type.Unsafe({ ...schema, default: value });
@@ -87,7 +95,7 @@ export const RateLimitsSchema = Type.Object(
       withDefault(FIELDS.batch_events_per_minute, DEFAULT_SETTINGS.rate_limits.batch_events_per_minute),
     ),
   },
-  { additionalProperties: false, description: 'Per-key rate limits (contract §10).' },
+  { additionalProperties: false, description: 'Per-key rate limits (docs/api.md, "Rate limits").' },
 );
 
 /** The effective settings of a workspace: every key present, defaults filled in. */
@@ -102,6 +110,9 @@ export const WorkspaceSettingsSchema = Type.Object(
     discount_rate: Type.Unsafe<number>(withDefault(FIELDS.discount_rate, DEFAULT_SETTINGS.discount_rate)),
     clv_horizon_days: Type.Unsafe<number>(
       withDefault(FIELDS.clv_horizon_days, DEFAULT_SETTINGS.clv_horizon_days),
+    ),
+    analytics_concurrency: Type.Unsafe<number>(
+      withDefault(FIELDS.analytics_concurrency, DEFAULT_SETTINGS.analytics_concurrency),
     ),
   },
   { additionalProperties: false, description: 'The workspace settings in effect (defaults filled in).' },
@@ -139,6 +150,7 @@ export const SettingsPatchSchema = Type.Object(
     churn_threshold: orNull<number>(FIELDS.churn_threshold),
     discount_rate: orNull<number>(FIELDS.discount_rate),
     clv_horizon_days: orNull<number>(FIELDS.clv_horizon_days),
+    analytics_concurrency: orNull<number>(FIELDS.analytics_concurrency),
   },
   {
     additionalProperties: false,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitUntil } from '../../../test/wait';
 import { migrate } from '../../platform/db/migrate';
 import { createPgliteDb } from '../../platform/db/pglite';
 import type { Db, QueryResult } from '../../platform/db/port';
@@ -11,11 +12,21 @@ import { createWorkspace } from './workspaces.service';
  */
 let base: Db;
 let gate: Promise<void> | null = null;
+/** Notifications delivered to the stores' listeners so far. */
+let heard = 0;
 const stores: SettingsStore[] = [];
 
-/** The database, with a hook that holds the next settings lookup after it has read its rows. */
+/**
+ * The database, with a hook that holds the next settings lookup after it has read its rows, and a
+ * count of the notifications its listeners receive.
+ */
 const db = (): Db => ({
   engine: base.engine,
+  laneName: 'foreground',
+  foregroundSeenAt: () => Number.NEGATIVE_INFINITY,
+  lane() {
+    return this;
+  },
   get listening() {
     return base.listening;
   },
@@ -30,7 +41,15 @@ const db = (): Db => ({
   },
   exec: (sql) => base.exec(sql),
   transaction: (fn) => base.transaction(fn),
-  listen: (channel, handler, onLost) => base.listen(channel, handler, onLost),
+  listen: (channel, handler, onLost) =>
+    base.listen(
+      channel,
+      (payload) => {
+        heard++;
+        handler(payload);
+      },
+      onLost,
+    ),
   close: async () => {},
 });
 
@@ -56,13 +75,8 @@ const setLimit = (workspaceId: string, n: number) =>
     JSON.stringify({ rate_limits: { requests_per_minute: n } }),
   ]);
 
-async function until(check: () => boolean, ms = 2_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const until = (what: string, check: () => boolean) =>
+  waitUntil(check, { what, timeoutMs: 2_000, intervalMs: 5 });
 
 describe('the settings accessor', () => {
   it('reads a workspace once, then from memory, until any writer changes its settings', async () => {
@@ -74,7 +88,7 @@ describe('the settings accessor', () => {
 
     // A hand-written UPDATE: the trigger's notification drops the entry, no expiry needed.
     await setLimit(id, 42);
-    await until(() => store.stats().entries === 0);
+    await until('the notification to drop the entry', () => store.stats().entries === 0);
     expect((await store.read(base, id)).rate_limits.requests_per_minute).toBe(42);
   });
 
@@ -86,10 +100,11 @@ describe('the settings accessor', () => {
       release = r;
     });
     const reading = store.read(db(), id);
-    await until(() => gate === null);
+    await until('the read to hold its rows', () => gate === null);
+    const before = heard;
     await setLimit(id, 7);
     // The change's notification arrives while the old row is in flight.
-    await new Promise((r) => setTimeout(r, 50));
+    await until('the change to be heard', () => heard > before);
     release();
     expect((await reading).rate_limits.requests_per_minute).toBe(1000);
     expect((await store.read(base, id)).rate_limits.requests_per_minute).toBe(7);

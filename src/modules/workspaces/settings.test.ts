@@ -48,7 +48,7 @@ function expected(patches: ReadonlyArray<Record<string, unknown>>) {
 }
 
 describe('workspace settings', () => {
-  it('are the defaults of the contract when nothing is stored', () => {
+  it('are the documented defaults when nothing is stored', () => {
     expect(effectiveSettings({})).toEqual({
       rate_limits: { requests_per_minute: 1000, batch_events_per_minute: 10_000 },
       junk_identifiers: [],
@@ -56,6 +56,7 @@ describe('workspace settings', () => {
       churn_threshold: 0.7,
       discount_rate: 0.1,
       clv_horizon_days: 365,
+      analytics_concurrency: 2,
     });
     expect(Value.Check(WorkspaceSettingsSchema, effectiveSettings(null))).toBe(true);
   });

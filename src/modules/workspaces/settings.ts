@@ -45,6 +45,7 @@ export function effectiveSettings(stored: Stored | null | undefined): WorkspaceS
     churn_threshold: pick('churn_threshold', s.churn_threshold, d.churn_threshold),
     discount_rate: pick('discount_rate', s.discount_rate, d.discount_rate),
     clv_horizon_days: pick('clv_horizon_days', s.clv_horizon_days, d.clv_horizon_days),
+    analytics_concurrency: pick('analytics_concurrency', s.analytics_concurrency, d.analytics_concurrency),
   }) as WorkspaceSettings;
 }
 

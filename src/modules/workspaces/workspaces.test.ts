@@ -19,7 +19,7 @@ const operator = (body: unknown, rawBody?: string) =>
   });
 
 describe('POST /system/workspaces (operator)', () => {
-  it('creates a workspace and its first admin key, in the contract’s shape', async () => {
+  it('creates a workspace and its first admin key, in the documented shape', async () => {
     const res = await operator({ name: 'Acme' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({

@@ -73,7 +73,8 @@ describe('classifyDbError', () => {
     ['contention', ['55P03']],
     ['duplicate', ['23505']],
     ['data', ['22P02', '22001', '22003', '23502', '23503', '23514']],
-    ['other', ['42P01', '42601', '57014', '57P04', '0A000', '25P02', 'FST_ERR_BAD_URL', 'constructor']],
+    ['timeout', ['57014']],
+    ['other', ['42P01', '42601', '57P04', '0A000', '25P02', 'FST_ERR_BAD_URL', 'constructor']],
   ])('puts each code in its kind: %s', (kind, codes) => {
     for (const c of codes) expect(classifyDbError(withCode(c)), c).toBe(kind);
   });

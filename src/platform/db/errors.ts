@@ -18,6 +18,8 @@ export type DbErrorKind =
   | 'duplicate'
   /** Refused because of what some row holds (data exception, integrity constraint violation). */
   | 'data'
+  /** Cancelled by the server at its statement_timeout: the work was over its time budget. */
+  | 'timeout'
   | 'other';
 
 // Maps, not plain objects: a code such as 'constructor' must not find Object.prototype's.
@@ -42,6 +44,7 @@ const BY_CODE: ReadonlyMap<string, DbErrorKind> = entries({
   '40P01': 'conflict', // deadlock detected
   '55P03': 'contention', // lock not available
   '23505': 'duplicate', // unique violation
+  '57014': 'timeout', // query_canceled: statement_timeout (the only cancel the service sends)
 });
 
 /** SQLSTATE classes (the first two characters), for codes not in BY_CODE. */
@@ -95,6 +98,14 @@ const DATA: ReadonlySet<DbErrorKind> = new Set(['data', 'duplicate']);
  */
 export function isStorageUnavailable(err: unknown): boolean {
   return classifyDbError(err) === 'unavailable';
+}
+
+/**
+ * A statement the server cancelled at its time budget (statement_timeout): the request asked for
+ * more work than its class may do. Not an outage: the same request would be cancelled again.
+ */
+export function isStatementTimeout(err: unknown): boolean {
+  return classifyDbError(err) === 'timeout';
 }
 
 /** Serialization failure and deadlock: PostgreSQL rolled back, and the same work may simply run again. */

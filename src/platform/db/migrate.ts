@@ -29,11 +29,20 @@ export function loadMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
   return migrations;
 }
 
+/** Progress of a migration run: how many are pending, then each one as it is applied. */
+export type MigrateProgress =
+  | { step: 'pending'; of: number }
+  | { step: 'applied'; version: number; name: string; n: number; of: number; ms: number };
+
 /**
  * Applies pending migrations, forward only, each in its own transaction. An advisory lock makes
  * concurrent starts of several processes safe: one applies, the others wait and then find nothing.
  */
-export async function migrate(db: Db, migrations: Migration[] = loadMigrations()): Promise<number[]> {
+export async function migrate(
+  db: Db,
+  migrations: Migration[] = loadMigrations(),
+  opts: { onProgress?: (p: MigrateProgress) => void } = {},
+): Promise<number[]> {
   // The lock is taken with exec: a statement has no time bound there (see postgres.ts), and another
   // process may hold the lock for as long as its migrations take.
   await db.transaction(async (tx) => {
@@ -44,8 +53,15 @@ export async function migrate(db: Db, migrations: Migration[] = loadMigrations()
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
   });
+  // Read once for the progress count; each migration is still checked under the lock, since
+  // another process may apply some meanwhile.
+  const { rows: present } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
+  const have = new Set(present.map((r) => Number(r.version)));
+  const pending = migrations.filter((m) => !have.has(m.version));
+  if (pending.length > 0) opts.onProgress?.({ step: 'pending', of: pending.length });
   const applied: number[] = [];
-  for (const m of migrations) {
+  for (const [i, m] of pending.entries()) {
+    const t0 = performance.now();
     const done = await db.transaction(async (tx) => {
       await tx.exec('SELECT pg_advisory_xact_lock(7263001)');
       const { rows } = await tx.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
@@ -54,7 +70,17 @@ export async function migrate(db: Db, migrations: Migration[] = loadMigrations()
       await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       return true;
     });
-    if (done) applied.push(m.version);
+    if (done) {
+      applied.push(m.version);
+      opts.onProgress?.({
+        step: 'applied',
+        version: m.version,
+        name: m.name,
+        n: i + 1,
+        of: pending.length,
+        ms: performance.now() - t0,
+      });
+    }
   }
   return applied;
 }

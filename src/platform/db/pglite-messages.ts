@@ -2,8 +2,8 @@
  * What the main thread (pglite-worker.ts) and the PGlite thread (pglite-thread.ts) say to each
  * other. Kept apart from both: importing pglite-thread would run it.
  *
- * Messages in:  { id, op: 'query', sql, params, lease? } · { id, op: 'exec', sql, lease? }
- *               { id, op: 'begin' } → lease id · { id, op: 'end', lease, commit }
+ * Messages in:  { id, op: 'query', sql, params, lease?, priority? } · { id, op: 'exec', sql, lease?, priority? }
+ *               { id, op: 'begin', priority? } → lease id · { id, op: 'end', lease, commit }
  *               { id, op: 'listen', channel } · { id, op: 'close' }
  * Messages out: { ready } once open · { id, ok: true, value } · { id, ok: false, error }
  *               · { notify, payload }
@@ -13,10 +13,20 @@ export interface ThreadData {
   dataDir: string | null;
 }
 
+/** A statement's or transaction's place in the connection's queue (platform/priority-mutex.ts). */
+export type Priority = 0 | 1 | 2;
+
 export type Request =
-  | { id: number; op: 'query'; sql: string; params: readonly unknown[] | undefined; lease?: number }
-  | { id: number; op: 'exec'; sql: string; lease?: number }
-  | { id: number; op: 'begin' }
+  | {
+      id: number;
+      op: 'query';
+      sql: string;
+      params: readonly unknown[] | undefined;
+      lease?: number;
+      priority?: Priority;
+    }
+  | { id: number; op: 'exec'; sql: string; lease?: number; priority?: Priority }
+  | { id: number; op: 'begin'; priority?: Priority }
   | { id: number; op: 'end'; lease: number; commit: boolean }
   | { id: number; op: 'listen'; channel: string }
   | { id: number; op: 'close' };

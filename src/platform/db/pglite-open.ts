@@ -19,6 +19,13 @@ export const PGLITE_START_PARAMS: readonly string[] = [
   'shared_buffers=32MB',
   '-c',
   'temp_buffers=2MB',
+  // Full-page images guard against a page half written when the machine stops mid-write. PGlite
+  // never fsyncs, so it does not survive that anyway; a process crash cannot tear a page (each is
+  // one write call). Without them the periodic checkpoints (pglite-session.ts) cost nothing
+  // measurable; with them, the first change of every page after each checkpoint logs the whole
+  // page: 1.5× the WAL and a quarter fewer writes per second in a write-heavy loop (measured).
+  '-c',
+  'full_page_writes=off',
 ];
 
 /** Opens PGlite with the service's settings: numbers for int8/numeric, the memory settings above. */

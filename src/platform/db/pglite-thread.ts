@@ -32,12 +32,14 @@ async function serve(data: ThreadData): Promise<void> {
     switch (req.op) {
       case 'query':
         return req.lease === undefined
-          ? session.query(req.sql, req.params)
+          ? session.query(req.sql, req.params, req.priority)
           : leaseOf(req.lease).query(req.sql, req.params);
       case 'exec':
-        return req.lease === undefined ? session.exec(req.sql) : leaseOf(req.lease).exec(req.sql);
+        return req.lease === undefined
+          ? session.exec(req.sql, req.priority)
+          : leaseOf(req.lease).exec(req.sql);
       case 'begin': {
-        const lease = await session.begin();
+        const lease = await session.begin(req.priority);
         const id = nextLease++;
         leases.set(id, lease);
         return id;

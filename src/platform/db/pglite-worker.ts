@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { LANE_PRIORITY, withLanes } from './lanes';
 import { deserializeDbError, INIT_FLAG, type Reply, type Request, type ThreadData } from './pglite-messages';
 import type { Db, Queryable, QueryResult } from './port';
 
@@ -36,6 +37,11 @@ export async function initClusterInChild(dataDir: string): Promise<void> {
   const { file, boot } = threadEntry();
   const args = boot ? ['-e', boot, INIT_FLAG, dataDir] : [file, INIT_FLAG, dataDir];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // A service stopped during its first start must not leave initdb running behind it: the next
+  // start creates the cluster again (over whatever the interrupted one left).
+  const killChild = () => child.kill('SIGKILL');
+  process.once('exit', killChild);
+  child.once('exit', () => process.off('exit', killChild));
   let stderr = '';
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (d: string) => {
@@ -141,64 +147,70 @@ export async function createPgliteWorkerDb(opts: { dataDir: string | null }): Pr
     });
   };
 
-  return {
-    engine: 'pglite',
-    query: <R>(sql: string, params?: readonly unknown[]) =>
-      call<QueryResult<R>>({ op: 'query', sql, params }),
-    exec: (sql) => call<void>({ op: 'exec', sql }),
-    async transaction(fn) {
-      const lease = await call<number>({ op: 'begin' });
-      let finished = false;
-      const live = () => {
-        if (finished) throw new Error('transaction is already finished');
-      };
-      const tx: Queryable = {
-        query: async <R>(sql: string, params?: readonly unknown[]) => {
-          live();
-          return call<QueryResult<R>>({ op: 'query', sql, params, lease });
-        },
-        exec: async (sql) => {
-          live();
-          await call<void>({ op: 'exec', sql, lease });
-        },
-      };
-      let result: Awaited<ReturnType<typeof fn>>;
-      try {
-        result = await fn(tx);
-      } catch (err) {
-        finished = true;
-        await call<void>({ op: 'end', lease, commit: false }).catch(() => {});
-        throw err;
-      }
-      finished = true;
-      await call<void>({ op: 'end', lease, commit: true });
-      return result;
-    },
-    async listen(channel, handler) {
-      let set = handlers.get(channel);
-      if (!set) {
-        set = new Set();
-        handlers.set(channel, set);
-        await call<null>({ op: 'listen', channel });
-      }
-      set.add(handler);
-      return async () => {
-        set.delete(handler);
-      };
-    },
-    // Notifications only ever come from this same process: nothing else can change the database.
-    listening: true,
-    async close() {
-      if (failure) {
-        await worker.terminate();
-        return;
-      }
-      try {
-        await call<null>({ op: 'close' });
-      } finally {
-        failure = new Error('database is closed');
-        await worker.terminate();
-      }
-    },
+  const listen: Db['listen'] = async (channel, handler) => {
+    let set = handlers.get(channel);
+    if (!set) {
+      set = new Set();
+      handlers.set(channel, set);
+      await call<null>({ op: 'listen', channel });
+    }
+    set.add(handler);
+    return async () => {
+      set.delete(handler);
+    };
   };
+  const close = async () => {
+    if (failure) {
+      await worker.terminate();
+      return;
+    }
+    try {
+      await call<null>({ op: 'close' });
+    } finally {
+      failure = new Error('database is closed');
+      await worker.terminate();
+    }
+  };
+
+  return withLanes((laneName) => {
+    const priority = LANE_PRIORITY[laneName];
+    return {
+      engine: 'pglite',
+      query: <R>(sql: string, params?: readonly unknown[]) =>
+        call<QueryResult<R>>({ op: 'query', sql, params, priority }),
+      exec: (sql) => call<void>({ op: 'exec', sql, priority }),
+      async transaction(fn) {
+        const lease = await call<number>({ op: 'begin', priority });
+        let finished = false;
+        const live = () => {
+          if (finished) throw new Error('transaction is already finished');
+        };
+        const tx: Queryable = {
+          query: async <R>(sql: string, params?: readonly unknown[]) => {
+            live();
+            return call<QueryResult<R>>({ op: 'query', sql, params, lease });
+          },
+          exec: async (sql) => {
+            live();
+            await call<void>({ op: 'exec', sql, lease });
+          },
+        };
+        let result: Awaited<ReturnType<typeof fn>>;
+        try {
+          result = await fn(tx);
+        } catch (err) {
+          finished = true;
+          await call<void>({ op: 'end', lease, commit: false }).catch(() => {});
+          throw err;
+        }
+        finished = true;
+        await call<void>({ op: 'end', lease, commit: true });
+        return result;
+      },
+      listen,
+      // Notifications only ever come from this same process: nothing else can change the database.
+      listening: true,
+      close,
+    };
+  });
 }

@@ -1,5 +1,9 @@
 import { mkdirSync } from 'node:fs';
+import { type DataDirLock, lockDataDir } from './data-dir-lock';
+import { LANE_PRIORITY, withLanes } from './lanes';
+import type { OnOpenEvent } from './open-progress';
 import { clusterExists, openPglite } from './pglite-open';
+import { type PendingRecovery, pendingRecovery, replayedBytes } from './pglite-recovery';
 import { createPgliteSession } from './pglite-session';
 import { createPgliteWorkerDb, initClusterInChild } from './pglite-worker';
 import type { Db, Queryable } from './port';
@@ -13,7 +17,12 @@ export interface PgliteOptions {
    * worker thread it delays only other statements. docs/benchmarks.md has both measured.
    */
   inProcess?: boolean;
+  /** Creation, crash recovery (with its progress) and the open, as they happen. */
+  onProgress?: OnOpenEvent;
 }
+
+/** How often a recovery's progress is reported while PGlite replays its WAL. */
+const REPLAY_REPORT_MS = 1000;
 
 /**
  * Embedded PostgreSQL (WASM). A single backend: a transaction excludes every other statement until
@@ -21,48 +30,121 @@ export interface PgliteOptions {
  * `listening` is always true (nothing else can change the database).
  */
 export async function createPgliteDb(opts: PgliteOptions): Promise<Db> {
+  // Before anything reads or writes the directory: it serves one process at a time.
+  const lock = opts.dataDir ? await lockDataDir(opts.dataDir) : null;
+  try {
+    const db = await openLocked(opts);
+    return lock ? releasingOnClose(db, lock) : db;
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+}
+
+/** Creates the cluster on a first start, or replays what a crash left (reported), then opens it. */
+async function openLocked(opts: PgliteOptions): Promise<Db> {
+  const report = opts.onProgress ?? (() => {});
+  const t0 = performance.now();
+  let recovery: PendingRecovery | null = null;
   if (opts.dataDir) {
     mkdirSync(opts.dataDir, { recursive: true });
-    // First start: initdb in a child process, whose memory all goes back when it exits.
-    if (!clusterExists(opts.dataDir)) await initClusterInChild(opts.dataDir);
+    if (!clusterExists(opts.dataDir)) {
+      // First start: initdb in a child process, whose memory all goes back when it exits.
+      report({ step: 'creating', dataDir: opts.dataDir });
+      await initClusterInChild(opts.dataDir);
+      report({ step: 'created', ms: performance.now() - t0 });
+    } else {
+      recovery = pendingRecovery(opts.dataDir);
+    }
   }
-  if (!opts.inProcess) return createPgliteWorkerDb({ dataDir: opts.dataDir });
+  const dataDir = opts.dataDir;
+  let progress: NodeJS.Timeout | undefined;
+  const t1 = performance.now();
+  if (recovery && dataDir) {
+    const r = recovery;
+    report({ step: 'recovering', walBytes: r.walBytes });
+    progress = setInterval(() => {
+      report({
+        step: 'replaying',
+        replayedBytes: replayedBytes(dataDir, r),
+        walBytes: r.walBytes,
+        elapsedMs: performance.now() - t1,
+      });
+    }, REPLAY_REPORT_MS);
+  }
+  let db: Db;
+  try {
+    db = opts.inProcess ? await openInProcess(dataDir) : await createPgliteWorkerDb({ dataDir });
+  } finally {
+    clearInterval(progress);
+  }
+  if (recovery) report({ step: 'recovered', ms: performance.now() - t1 });
+  report({ step: 'opened', engine: 'pglite', ms: performance.now() - t0 });
+  return db;
+}
 
-  const session = createPgliteSession(await openPglite(opts.dataDir));
-  return {
-    engine: 'pglite',
-    query: (sql, params) => session.query(sql, params),
-    exec: (sql) => session.exec(sql),
-    async transaction(fn) {
-      const lease = await session.begin();
-      let finished = false;
-      const live = () => {
-        if (finished) throw new Error('transaction is already finished');
-      };
-      const tx: Queryable = {
-        query: async (sql, params) => {
-          live();
-          return lease.query(sql, params);
-        },
-        exec: async (sql) => {
-          live();
-          await lease.exec(sql);
-        },
-      };
-      let result: Awaited<ReturnType<typeof fn>>;
-      try {
-        result = await fn(tx);
-      } catch (err) {
-        finished = true;
-        await lease.end(false).catch(() => {});
-        throw err;
-      }
-      finished = true;
-      await lease.end(true);
-      return result;
-    },
-    listen: (channel, handler) => session.listen(channel, handler),
-    listening: true,
-    close: () => session.close(),
+/** The lock goes once the database has closed, whatever the close did (from any lane's handle). */
+function releasingOnClose(db: Db, lock: DataDirLock): Db {
+  const close = async () => {
+    try {
+      await db.close();
+    } finally {
+      lock.release();
+    }
   };
+  return withLanes((lane) => {
+    const h = db.lane(lane);
+    return {
+      engine: h.engine,
+      query: h.query,
+      exec: h.exec,
+      transaction: h.transaction,
+      listen: h.listen,
+      listening: h.listening,
+      close,
+    };
+  });
+}
+
+async function openInProcess(dataDir: string | null): Promise<Db> {
+  const session = createPgliteSession(await openPglite(dataDir));
+  return withLanes((laneName) => {
+    const priority = LANE_PRIORITY[laneName];
+    return {
+      engine: 'pglite',
+      query: (sql, params) => session.query(sql, params, priority),
+      exec: (sql) => session.exec(sql, priority),
+      async transaction(fn) {
+        const lease = await session.begin(priority);
+        let finished = false;
+        const live = () => {
+          if (finished) throw new Error('transaction is already finished');
+        };
+        const tx: Queryable = {
+          query: async (sql, params) => {
+            live();
+            return lease.query(sql, params);
+          },
+          exec: async (sql) => {
+            live();
+            await lease.exec(sql);
+          },
+        };
+        let result: Awaited<ReturnType<typeof fn>>;
+        try {
+          result = await fn(tx);
+        } catch (err) {
+          finished = true;
+          await lease.end(false).catch(() => {});
+          throw err;
+        }
+        finished = true;
+        await lease.end(true);
+        return result;
+      },
+      listen: (channel, handler) => session.listen(channel, handler),
+      listening: true,
+      close: () => session.close(),
+    };
+  });
 }

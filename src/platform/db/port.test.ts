@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName } from '../../../test/harness';
+import { appliesWhen, onlyOn } from '../../../test/skips';
+import { letTimePass, waitUntil } from '../../../test/wait';
 import { createPgliteDb } from './pglite';
 import { type Db, isUniqueViolation } from './port';
 import { createPostgresDb } from './postgres';
@@ -22,11 +24,6 @@ const adapters: Array<[string, () => Promise<Db>]> = url
 afterAll(async () => {
   if (url) await dropSchema(url, schema);
 });
-
-const waitFor = async (check: () => boolean, ms = 3000) => {
-  const deadline = Date.now() + ms;
-  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-};
 
 describe.each(adapters)('the %s adapter', (name, open) => {
   let db: Db;
@@ -184,7 +181,7 @@ describe.each(adapters)('the %s adapter', (name, open) => {
           const { rows } = await tx.query<{ n: number }>(
             'SELECT n FROM port_counter WHERE id = 1 FOR UPDATE',
           );
-          await new Promise((r) => setTimeout(r, 1));
+          await letTimePass(1, 'hold the row lock while the others queue for it');
           await tx.query('UPDATE port_counter SET n = $1 WHERE id = 1', [rows[0]!.n + 1]);
         }),
       ),
@@ -205,7 +202,7 @@ describe.each(adapters)('the %s adapter', (name, open) => {
     const got: string[] = [];
     const unlisten = await db.listen('port_channel', (p) => got.push(p));
     await db.query("SELECT pg_notify('port_channel', 'direct')");
-    await waitFor(() => got.length >= 1);
+    await waitUntil(() => got.length >= 1, { what: 'the direct notification', timeoutMs: 3000 });
     expect(got).toEqual(['direct']);
 
     await db
@@ -216,21 +213,29 @@ describe.each(adapters)('the %s adapter', (name, open) => {
       .catch(() => {});
     await db.transaction(async (tx) => {
       await tx.query("SELECT pg_notify('port_channel', 'committed')");
-      await new Promise((r) => setTimeout(r, 20));
+      // No statement can mark this one's absence from inside the transaction (PGlite has one
+      // connection), so it gets the time a delivered notification takes, with room to spare.
+      await letTimePass(20, 'a notification sent before COMMIT would arrive within this');
       expect(got).toEqual(['direct']);
     });
-    await waitFor(() => got.length >= 2);
+    await waitUntil(() => got.length >= 2, { what: 'the committed notification', timeoutMs: 3000 });
     expect(got).toEqual(['direct', 'committed']);
 
+    // After unlisten: a notification on a channel still listened to, sent after the one that must
+    // not arrive, marks when that one would have come (each listener hears them in order).
+    const marks: string[] = [];
+    const unlistenMark = await db.listen('port_mark', (p) => marks.push(p));
     await unlisten();
     await db.query("SELECT pg_notify('port_channel', 'after unlisten')");
-    await db.query('SELECT 1');
-    await new Promise((r) => setTimeout(r, 50));
+    await db.query("SELECT pg_notify('port_mark', 'sent after it')");
+    await waitUntil(() => marks.length >= 1, { what: 'the marking notification', timeoutMs: 3000 });
+    await unlistenMark();
     expect(got).toEqual(['direct', 'committed']);
     expect(db.listening).toBe(true);
   });
 
-  it.skipIf(!name.includes('worker'))('keeps the event loop free while a long statement runs', async () => {
+  const inWorker = appliesWhen(name.includes('worker'), 'only the worker-thread adapter keeps the loop free');
+  inWorker.it('keeps the event loop free while a long statement runs', async () => {
     const started = Date.now();
     const long = db.query('SELECT pg_sleep(0.5)');
     // Timers keep firing on time while the worker thread computes.
@@ -253,6 +258,56 @@ describe.each(adapters)('the %s adapter', (name, open) => {
   });
 
   // Last: it closes the adapter the other tests used.
+  it('serves every lane from one database: what one lane writes, the others read', async () => {
+    await db
+      .lane('analytics')
+      .transaction((tx) => tx.query("INSERT INTO port_items (name) VALUES ('lanes')"));
+    const { rows } = await db
+      .lane('worker')
+      .query<{ n: number }>("SELECT count(*)::int AS n FROM port_items WHERE name = 'lanes'");
+    expect(rows[0]!.n).toBe(1);
+    expect([db.laneName, db.lane('analytics').laneName, db.lane('analytics').lane('foreground')]).toEqual([
+      'foreground',
+      'analytics',
+      db,
+    ]);
+  });
+
+  onlyOn('pglite', 'PostgreSQL gives lanes pools, not places in one queue').it(
+    'queues the lanes for the one connection foreground first, then worker, then analytics',
+    async () => {
+      const order: string[] = [];
+      let letGo!: () => void;
+      const held = new Promise<void>((r) => {
+        letGo = r;
+      });
+      let holding!: () => void;
+      const isHeld = new Promise<void>((r) => {
+        holding = r;
+      });
+      const holder = db.lane('analytics').transaction(async () => {
+        holding();
+        await held;
+      });
+      await isHeld;
+      const run = (lane: 'foreground' | 'worker' | 'analytics', tag: string) =>
+        db
+          .lane(lane)
+          .query('SELECT 1')
+          .then(() => order.push(tag));
+      const queued = [
+        run('analytics', 'a1'),
+        run('worker', 'w1'),
+        run('foreground', 'f1'),
+        run('analytics', 'a2'),
+      ];
+      letGo();
+      await holder;
+      await Promise.all(queued);
+      expect(order).toEqual(['f1', 'w1', 'a1', 'a2']);
+    },
+  );
+
   it('refuses statements once closed', async () => {
     await db.close();
     closed = true;

@@ -33,10 +33,32 @@ export interface Queryable {
 
 export type Engine = 'pglite' | 'postgres';
 
+/**
+ * Which kind of work a statement serves, so that no kind can take the database from another:
+ * - `foreground`: API requests, whose client waits (ingest's commits, reads, writes, authentication);
+ * - `worker`: event processing and the jobs that deliver (webhooks, maintenance);
+ * - `analytics`: walks over a whole workspace (segment calculations and refreshes, model fits).
+ * PostgreSQL: `analytics` has a pool of its own (a bulkhead), so however much of it one tenant
+ * asks for, the others' requests and the workers keep their connections. PGlite: one connection,
+ * served foreground first, then worker, then analytics (platform/priority-mutex.ts), so a request
+ * waits for at most the statement or transaction in progress and one long-waiting background one.
+ */
+export type Lane = 'foreground' | 'worker' | 'analytics';
+
+export interface TransactionOptions {
+  /**
+   * PostgreSQL: the server cancels any statement of this transaction that runs longer (SET LOCAL
+   * statement_timeout; the error is classified 'timeout'), so a request over its budget frees its
+   * connection and the server's CPU at once instead of holding them until the client gives up.
+   * PGlite cannot interrupt a statement: there the caller bounds its work by slicing it.
+   */
+  statementTimeoutMs?: number;
+}
+
 export interface Db extends Queryable {
   readonly engine: Engine;
   /** Runs fn inside BEGIN … COMMIT; any throw rolls back and rethrows. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Subscribes to a notification channel (LISTEN). On PostgreSQL the handler also receives
    * notifications sent by other processes; `onLost` fires if the listening connection drops, so a
@@ -49,6 +71,16 @@ export interface Db extends Queryable {
   ): Promise<() => Promise<void>>;
   /** True while notifications from other processes are known to arrive. */
   readonly listening: boolean;
+  /** The lane this handle's statements and transactions run in (`foreground` unless chosen). */
+  readonly laneName: Lane;
+  /** The same database for work of another lane; listen and close are shared. */
+  lane(lane: Lane): Db;
+  /**
+   * performance.now() when this process last started foreground work on this database (a statement
+   * or a transaction of the foreground lane), or -Infinity: background loops on PGlite keep their
+   * transactions short while requests are being served (processing.worker.ts).
+   */
+  foregroundSeenAt(): number;
   close(): Promise<void>;
 }
 

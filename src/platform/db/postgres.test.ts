@@ -1,8 +1,10 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { dropSchema, freshSchemaName } from '../../../test/harness';
-import { isStorageUnavailable } from './errors';
+import { onlyOn } from '../../../test/skips';
+import { waitUntil } from '../../../test/wait';
+import { isStatementTimeout, isStorageUnavailable } from './errors';
 import type { Db } from './port';
 import { createPostgresDb } from './postgres';
 
@@ -46,7 +48,9 @@ describe('the PostgreSQL adapter against a server that accepts connections but n
   });
 });
 
-describe.skipIf(!url)('the PostgreSQL adapter when a connection dies or hangs (needs DATABASE_URL)', () => {
+const onPostgres = onlyOn('postgres', 'tests the PostgreSQL adapter against a real server');
+
+onPostgres.describe('the PostgreSQL adapter when a connection dies or hangs', () => {
   const schema = freshSchemaName();
   let db: Db;
   let killer: pg.Client;
@@ -66,14 +70,26 @@ describe.skipIf(!url)('the PostgreSQL adapter when a connection dies or hangs (n
   it('survives its connection dying between two statements of a transaction', async () => {
     // pg emits 'error' on the checked-out client when its socket closes while no statement runs;
     // without a listener that was an uncaught exception, and the process died.
+    let errorsEmitted = 0;
+    const emit = pg.Client.prototype.emit;
+    const spy = vi.spyOn(pg.Client.prototype, 'emit').mockImplementation(function (
+      this: pg.Client,
+      event: string | symbol,
+      ...args: unknown[]
+    ) {
+      if (event === 'error') errorsEmitted++;
+      return emit.call(this, event, ...args);
+    });
     const err = await db
       .transaction(async (tx) => {
         const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
         await terminate(rows[0]!.pid);
-        await new Promise((r) => setTimeout(r, 200));
+        // Between two statements: the client hears of it with no statement running.
+        await waitUntil(() => errorsEmitted > 0, { what: 'the client to hear its connection die' });
         await tx.query('SELECT 1');
       })
-      .catch((e: unknown) => e);
+      .catch((e: unknown) => e)
+      .finally(() => spy.mockRestore());
     expect(isStorageUnavailable(err), String(err)).toBe(true);
     // The broken connection was destroyed, not pooled: every connection of the pool works.
     const all = await Promise.all(
@@ -113,6 +129,15 @@ describe.skipIf(!url)('the PostgreSQL adapter when a connection dies or hangs (n
     expect(rows[0]!.jit).toBe('off');
   });
 
+  it('runs each statement in one backend, on every lane (no parallel workers: decisions.md)', async () => {
+    for (const lane of ['foreground', 'worker', 'analytics'] as const) {
+      const { rows } = await db
+        .lane(lane)
+        .query<{ max_parallel_workers_per_gather: string }>('SHOW max_parallel_workers_per_gather');
+      expect(rows[0]!.max_parallel_workers_per_gather).toBe('0');
+    }
+  });
+
   it('runs scripts (migrations) without the statement time bound', async () => {
     await db.exec('SELECT pg_sleep(0.8)');
   });
@@ -130,33 +155,95 @@ describe.skipIf(!url)('the PostgreSQL adapter when a connection dies or hangs (n
     );
     expect(rows).toHaveLength(1);
     await terminate(rows[0]!.pid);
-    for (let i = 0; i < 50 && lost === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil(() => lost > 0, { what: 'the adapter to report the listener lost', timeoutMs: 1_000 });
     expect(lost).toBe(1);
     expect(db.listening).toBe(false);
-    for (let i = 0; i < 150 && !db.listening; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(db.listening).toBe(true);
+    await waitUntil(() => db.listening, { what: 'the adapter to listen again', timeoutMs: 3_000 });
     await db.query("SELECT pg_notify('pg_adapter_chan', 'back')");
-    for (let i = 0; i < 100 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil(() => got.length > 0, { what: 'a notification after the reconnect', timeoutMs: 2_000 });
     expect(got).toEqual(['back']);
   });
 });
 
-describe.skipIf(!url)(
-  'the PostgreSQL adapter when several processes start at once (needs DATABASE_URL)',
-  () => {
-    it('opens the same new schema from many connections at the same moment', async () => {
-      // Each races CREATE SCHEMA IF NOT EXISTS; the losers used to fail on the catalog's unique index.
-      const schema = freshSchemaName();
-      try {
-        const dbs = await Promise.all(
-          Array.from({ length: 8 }, () => createPostgresDb({ url: url!, schema })),
-        );
-        for (const db of dbs)
-          expect((await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]?.s).toBe(schema);
-        await Promise.all(dbs.map((db) => db.close()));
-      } finally {
-        await dropSchema(url!, schema);
-      }
-    });
-  },
-);
+onPostgres.describe('the PostgreSQL adapter when several processes start at once', () => {
+  it('opens the same new schema from many connections at the same moment', async () => {
+    // Each races CREATE SCHEMA IF NOT EXISTS; the losers used to fail on the catalog's unique index.
+    const schema = freshSchemaName();
+    try {
+      const dbs = await Promise.all(Array.from({ length: 8 }, () => createPostgresDb({ url: url!, schema })));
+      for (const db of dbs)
+        expect((await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]?.s).toBe(schema);
+      await Promise.all(dbs.map((db) => db.close()));
+    } finally {
+      await dropSchema(url!, schema);
+    }
+  });
+});
+
+onPostgres.describe('a transaction with a statement budget', () => {
+  let db: Db;
+  const schema = freshSchemaName();
+  beforeAll(async () => {
+    db = await createPostgresDb({ url: url!, schema, max: 2 });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await dropSchema(url!, schema);
+  });
+
+  it('has a statement over its budget cancelled by the server, which stops working on it, and keeps the pool usable', async () => {
+    const marker = `budget-test-${schema}`;
+    const err = await db
+      .transaction((tx) => tx.query(`SELECT pg_sleep(5), '${marker}'`, [], { timeoutMs: 10_000 }), {
+        statementTimeoutMs: 100,
+      })
+      .catch((e: unknown) => e);
+    expect(isStatementTimeout(err), String(err)).toBe(true);
+    expect(isStorageUnavailable(err)).toBe(false);
+    // The server is no longer running it (a client-side timeout would have left it running).
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()`,
+      [marker],
+    );
+    expect(rows[0]!.n).toBe(0);
+    // Both pooled connections still answer, without the budget (it was local to that transaction).
+    const [a, b] = await Promise.all([db.query('SELECT 1 AS x'), db.query('SELECT pg_sleep(0.2), 1 AS x')]);
+    expect([a.rows[0], b.rows[0]]).toMatchObject([{ x: 1 }, { x: 1 }]);
+  });
+});
+
+onPostgres.describe('the analytics lane’s pool', () => {
+  let db: Db;
+  const schema = freshSchemaName();
+  beforeAll(async () => {
+    db = await createPostgresDb({ url: url!, schema, max: 2, analyticsMax: 2, connectTimeoutMs: 500 });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await dropSchema(url!, schema);
+  });
+
+  it('keeps every main connection for requests and workers however much analytics waits for its own', async () => {
+    const analytics = db.lane('analytics');
+    // Four long analytics statements: two hold the analytics pool, two wait for it.
+    const busy = Array.from({ length: 4 }, () =>
+      analytics.query('SELECT pg_sleep(1.5)', [], { timeoutMs: 10_000 }).catch((e: unknown) => e),
+    );
+    const t0 = performance.now();
+    const answers = await Promise.all([db.query('SELECT 1 AS x'), db.lane('worker').query('SELECT 2 AS x')]);
+    const waited = performance.now() - t0;
+    expect(answers.map((a) => a.rows[0])).toEqual([{ x: 1 }, { x: 2 }]);
+    // Served at once, not after an analytics statement (1.5 s).
+    expect(waited).toBeLessThan(1000);
+    // The analytics statements past its pool waited for a connection and gave up (503), not the others.
+    const outcomes = await Promise.all(busy);
+    expect(outcomes.filter((o) => o instanceof Error).every((e) => isStorageUnavailable(e))).toBe(true);
+  });
+
+  it('has the server bound every analytics statement, and no other', async () => {
+    const shown = async (d: Db) =>
+      (await d.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout;
+    expect(await shown(db.lane('analytics'))).toBe('1min');
+    expect(await shown(db)).toBe('0');
+  });
+});

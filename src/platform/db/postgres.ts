@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { encodeArrayParams } from './array-literal';
 import { isStorageUnavailable } from './errors';
-import type { Db, Queryable, QueryOptions, QueryResult } from './port';
+import { withLanes } from './lanes';
+import type { Db, Lane, Queryable, QueryOptions, QueryResult } from './port';
 import { createTimestamptzParser } from './timestamps';
 
 // int8 (20) and numeric (1700) as numbers: counts, sequence ids and decimal money all fit in a double.
@@ -12,6 +13,20 @@ pg.types.setTypeParser(1184, createTimestamptzParser(pg.types.getTypeParser(1184
 
 /** Connections per process: enough for the group-committer, two claiming loops and the API's reads. */
 export const POSTGRES_POOL_SIZE = 20;
+/**
+ * Connections per process for the analytics lane (segment calculations and refreshes, model fits):
+ * a pool of its own, so however many of those one workspace asks for, the main pool keeps every
+ * connection for requests and workers. Past it, an analytics statement waits for a connection (up
+ * to the connect timeout, then 503), nothing else does.
+ */
+export const POSTGRES_ANALYTICS_POOL_SIZE = 4;
+/**
+ * The analytics lane's statements are bounded by the server (statement_timeout on its connections),
+ * so one over it is cancelled and stops using the server's CPU, instead of running on after the
+ * client gave up; the client waits a little longer than the server. Segment slices and fit pages
+ * take well under a second; a calculation sets a tighter bound of its own (its budget).
+ */
+export const POSTGRES_ANALYTICS_STATEMENT_MS = 60_000;
 
 /**
  * Bounds that keep a database outage from hanging requests (each failure is then a 503 with
@@ -34,6 +49,8 @@ export interface PostgresOptions {
   /** Every connection's search_path is set to this schema (tests isolate runs this way). */
   schema?: string | null;
   max?: number;
+  /** Connections of the analytics lane's pool (POSTGRES_ANALYTICS_POOL_SIZE). */
+  analyticsMax?: number;
   connectTimeoutMs?: number;
   queryTimeoutMs?: number;
 }
@@ -45,7 +62,17 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   const schema = opts.schema ?? null;
   // JIT off: it compiled for 80 ms to 1.2 s before segment queries of 0.5–8 s over 1M profiles
   // (EXPLAIN ANALYZE, docs/decisions.md "Segments") and never pays back on the service's statements.
-  const connOptions = ['-c jit=off', schema ? `-c search_path=${schema}` : ''].join(' ').trim();
+  // No parallel workers: a statement is one backend, so the pools' sizes bound the server's CPU a
+  // workspace can take (the analytics pool's 4, not 4 × 3), and a segment count does not pay a
+  // worker's start-up, which cost 3–8× a 15 ms count here (docs/decisions.md "One backend per
+  // statement").
+  const connOptions = [
+    '-c jit=off',
+    '-c max_parallel_workers_per_gather=0',
+    schema ? `-c search_path=${schema}` : '',
+  ]
+    .join(' ')
+    .trim();
   const connectTimeoutMs = opts.connectTimeoutMs ?? POSTGRES_CONNECT_TIMEOUT_MS;
   const queryTimeoutMs = opts.queryTimeoutMs ?? POSTGRES_QUERY_TIMEOUT_MS;
   const clientConfig = {
@@ -73,21 +100,27 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
       await admin.end().catch(ignoreError);
     }
   }
-  const pool = new pg.Pool({
-    ...clientConfig,
-    max: opts.max ?? POSTGRES_POOL_SIZE,
-    idleTimeoutMillis: 30_000,
-  });
-  // An idle client that errors (server restart) must not crash the process; the pool replaces it.
-  pool.on('error', ignoreError);
+  const newPool = (max: number, options = connOptions) => {
+    const p = new pg.Pool({ ...clientConfig, options, max, idleTimeoutMillis: 30_000 });
+    // An idle client that errors (server restart) must not crash the process; the pool replaces it.
+    p.on('error', ignoreError);
+    return p;
+  };
+  const mainPool = newPool(opts.max ?? POSTGRES_POOL_SIZE);
+  const analyticsPool = newPool(
+    opts.analyticsMax ?? POSTGRES_ANALYTICS_POOL_SIZE,
+    `${connOptions} -c statement_timeout=${POSTGRES_ANALYTICS_STATEMENT_MS}`,
+  );
+  const poolOf = (lane: Lane) => (lane === 'analytics' ? analyticsPool : mainPool);
 
   const run = async <R>(
     q: pg.Pool | pg.PoolClient,
     sql: string,
     params?: readonly unknown[],
     options?: QueryOptions,
+    defaultTimeoutMs = queryTimeoutMs,
   ) => {
-    const res = await q.query(timed(sql, encodeArrayParams(params), options?.timeoutMs));
+    const res = await q.query(timed(sql, encodeArrayParams(params), options?.timeoutMs ?? defaultTimeoutMs));
     return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 } satisfies QueryResult<R>;
   };
 
@@ -142,80 +175,95 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     }, 1000).unref();
   }
 
-  return {
-    engine: 'postgres',
-    query: (sql, params, options) => run(pool, sql, params, options),
-    async exec(sql) {
-      await pool.query(sql);
-    },
-    async transaction(fn) {
-      const client = await pool.connect();
-      // While checked out, the pool's own error listener is off: the socket can die between two
-      // statements (while fn awaits something else), and pg then emits 'error' on the client.
-      let broken: Error | null = null;
-      const onError = (err: Error) => {
-        broken ??= err;
-      };
-      client.on('error', onError);
-      // A handle kept past the end would run on a client already back in the pool.
-      let finished = false;
-      const live = () => {
-        if (finished) throw new Error('transaction is already finished');
-        if (broken) throw broken;
-      };
-      try {
-        await run(client, 'BEGIN');
-        const tx: Queryable = {
-          query: async (sql, params, options) => {
-            live();
-            return run(client, sql, params, options);
-          },
-          exec: async (sql) => {
-            live();
-            await client.query(sql);
-          },
-        };
-        const result = await fn(tx);
-        live();
-        await run(client, 'COMMIT');
-        return result;
-      } catch (err) {
-        // A lost or timed-out connection is not rolled back over the wire (the server rolls back
-        // when it drops); it is destroyed instead of going back to the pool.
-        if (!broken && isStorageUnavailable(err)) broken = err as Error;
-        if (!broken) await run(client, 'ROLLBACK').catch(onError);
-        throw err;
-      } finally {
-        finished = true;
-        client.off('error', onError);
-        client.release(broken ?? undefined);
-      }
-    },
-    async listen(channel, handler, onLost) {
-      const client = await ensureListener();
-      let set = handlers.get(channel);
-      if (!set) {
-        set = new Set();
-        handlers.set(channel, set);
-        await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel)}`));
-      }
-      set.add(handler);
-      if (onLost) lostHandlers.add(onLost);
-      return async () => {
-        set.delete(handler);
-        if (onLost) lostHandlers.delete(onLost);
-      };
-    },
-    get listening() {
-      return listening;
-    },
-    async close() {
-      closed = true;
-      const l = listener;
-      listener = null;
-      listening = false;
-      if (l) await l.end().catch(() => {});
-      await pool.end();
-    },
+  const listen: Db['listen'] = async (channel, handler, onLost) => {
+    const client = await ensureListener();
+    let set = handlers.get(channel);
+    if (!set) {
+      set = new Set();
+      handlers.set(channel, set);
+      await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel)}`));
+    }
+    set.add(handler);
+    if (onLost) lostHandlers.add(onLost);
+    return async () => {
+      set.delete(handler);
+      if (onLost) lostHandlers.delete(onLost);
+    };
   };
+  const close = async () => {
+    closed = true;
+    const l = listener;
+    listener = null;
+    listening = false;
+    if (l) await l.end().catch(() => {});
+    await Promise.all([mainPool.end(), analyticsPool.end()]);
+  };
+
+  return withLanes((lane) => {
+    const pool = poolOf(lane);
+    // The client's bound: past the server's own on the analytics lane, so the server's cancel ends it.
+    const bound = lane === 'analytics' ? POSTGRES_ANALYTICS_STATEMENT_MS + 5_000 : queryTimeoutMs;
+    return {
+      engine: 'postgres',
+      query: (sql, params, options) => run(pool, sql, params, options, bound),
+      async exec(sql) {
+        await pool.query(sql);
+      },
+      async transaction(fn, options) {
+        const client = await pool.connect();
+        // While checked out, the pool's own error listener is off: the socket can die between two
+        // statements (while fn awaits something else), and pg then emits 'error' on the client.
+        let broken: Error | null = null;
+        const onError = (err: Error) => {
+          broken ??= err;
+        };
+        client.on('error', onError);
+        // A handle kept past the end would run on a client already back in the pool.
+        let finished = false;
+        const live = () => {
+          if (finished) throw new Error('transaction is already finished');
+          if (broken) throw broken;
+        };
+        try {
+          await run(client, 'BEGIN');
+          if (options?.statementTimeoutMs !== undefined) {
+            // A whole number of milliseconds, so the setting cannot be anything but a duration.
+            await run(
+              client,
+              `SET LOCAL statement_timeout = ${Math.max(1, Math.round(options.statementTimeoutMs))}`,
+            );
+          }
+          const tx: Queryable = {
+            query: async (sql, params, options) => {
+              live();
+              return run(client, sql, params, options, bound);
+            },
+            exec: async (sql) => {
+              live();
+              await client.query(sql);
+            },
+          };
+          const result = await fn(tx);
+          live();
+          await run(client, 'COMMIT');
+          return result;
+        } catch (err) {
+          // A lost or timed-out connection is not rolled back over the wire (the server rolls back
+          // when it drops); it is destroyed instead of going back to the pool.
+          if (!broken && isStorageUnavailable(err)) broken = err as Error;
+          if (!broken) await run(client, 'ROLLBACK').catch(onError);
+          throw err;
+        } finally {
+          finished = true;
+          client.off('error', onError);
+          client.release(broken ?? undefined);
+        }
+      },
+      listen,
+      get listening() {
+        return listening;
+      },
+      close,
+    };
+  });
 }

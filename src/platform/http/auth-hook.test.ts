@@ -9,7 +9,7 @@ beforeAll(async () => {
 });
 afterAll(async () => svc?.close());
 
-describe('rate limits per key (contract §10)', () => {
+describe('rate limits per key (docs/api.md "Rate limits")', () => {
   it('tells every authenticated answer its budget: RateLimit-Limit, -Remaining, -Reset', async () => {
     const key = await svc.ws.key(['admin']);
     const first = await svc.call('GET', '/tenant/apikeys?limit=1', { key });

@@ -1,12 +1,17 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify';
+import { heldLock } from '../db/data-dir-lock';
 import { AppError } from '../errors';
 import { CORS_EXPOSE_HEADERS } from './cors';
 import { originAllowed, requestHost } from './origins';
 import type { MaybePromise, Principal, PrincipalResolver } from './principal';
 import { limitFor } from './rate-limit';
-import { type Requirement, satisfies } from './scopes';
+import { ACCEPTED_SCOPES, type Requirement, satisfies } from './scopes';
 import type { AppDeps } from './types';
+
+/** The token of this process's lock on the embedded database's directory, if it holds one. */
+const localToken = (config: AppDeps['config']): string | null =>
+  config.databaseUrl ? null : (heldLock(config.dataDir)?.record.token ?? null);
 
 const sameSecret = (a: string, b: string): boolean => {
   const ab = Buffer.from(a);
@@ -21,9 +26,13 @@ interface RoutePlan {
   missing: string;
 }
 
-/** Only a JSON body can hold a credential; anything else is refused (401) before it is read. */
+/**
+ * Only a JSON body can hold a credential; anything else is refused (401) before it is read. Routes
+ * that read JSON under any content type (`anyBodyType`) take any.
+ */
 const mayCarryJsonBody = (req: FastifyRequest): boolean =>
-  /^\s*application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '') &&
+  (req.routeOptions.config.anyBodyType === true ||
+    /^\s*application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) &&
   (req.headers['transfer-encoding'] !== undefined ||
     (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0'));
 
@@ -40,7 +49,7 @@ export function createAuthHooks(deps: AppDeps) {
     let plan = plans.get(cfg);
     if (!plan) {
       const applying = deps.principals.filter((r) => r.appliesTo?.(cfg) ?? true);
-      const hints = applying.map((r) => r.hint);
+      const hints = applying.map((r) => r.hint).filter((h) => h !== '');
       const named = hints.length > 1 ? `${hints.slice(0, -1).join(', ')} or ${hints.at(-1)}` : hints[0];
       plan = {
         headers: applying.filter((r) => r.stage === 'headers'),
@@ -68,9 +77,10 @@ export function createAuthHooks(deps: AppDeps) {
       });
     }
     if (!satisfies(who.scopes, need)) {
+      // Names the scopes a key can be given, never the route's internal requirement.
       throw new AppError(
         'INSUFFICIENT_SCOPE',
-        `this operation needs one of the scopes allowed for "${need}"`,
+        `this operation needs a key with the ${ACCEPTED_SCOPES[need].join(' or ')} scope; this key has: ${who.scopes.join(', ') || 'none'}`,
       );
     }
     req.principal = who;
@@ -99,6 +109,14 @@ export function createAuthHooks(deps: AppDeps) {
           throw new AppError('INVALID_OPERATOR_TOKEN', 'operator token missing or wrong');
         return;
       }
+      if (auth === 'local') {
+        const token = localToken(deps.config);
+        if (!token) throw new AppError('NOT_FOUND', 'not found');
+        const header = req.headers.authorization ?? '';
+        if (!sameSecret(header.startsWith('Bearer ') ? header.slice(7) : '', token))
+          throw new AppError('INVALID_OPERATOR_TOKEN', 'local token missing or wrong');
+        return;
+      }
 
       const plan = planOf(cfg);
       const found = resolveAll(plan.headers, req, null);
@@ -113,7 +131,7 @@ export function createAuthHooks(deps: AppDeps) {
     async preValidation(req: FastifyRequest, reply: FastifyReply): Promise<void> {
       const cfg = req.routeOptions.config;
       const auth = cfg.auth;
-      if (auth === undefined || auth === 'public' || auth === 'operator') return;
+      if (auth === undefined || auth === 'public' || auth === 'operator' || auth === 'local') return;
       const plan = planOf(cfg);
       if (plan.body.length === 0) return;
       const admitted = req.principal;

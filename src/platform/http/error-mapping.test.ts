@@ -36,6 +36,11 @@ describe('toAppError', () => {
       'request body contains a forbidden key (__proto__ or constructor)',
     ],
     [new SyntaxError('Unexpected token'), 'INVALID_JSON', 'request body is not valid JSON'],
+    [
+      Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }),
+      'BUDGET_EXCEEDED',
+      'the request needed more database time than its class allows (docs/api.md, "Budgets")',
+    ],
     [fastifyError('X', 404), 'NOT_FOUND', 'not found'],
     [fastifyError('X', 413), 'PAYLOAD_TOO_LARGE', 'request body is too large'],
     [fastifyError('X', 415), 'UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json'],

@@ -1,5 +1,5 @@
 import type { FastifyError } from 'fastify';
-import { isStorageUnavailable } from '../db/errors';
+import { isStatementTimeout, isStorageUnavailable } from '../db/errors';
 import { AppError, type ErrorCode, type ErrorDetail } from '../errors';
 
 /**
@@ -125,6 +125,13 @@ const MAPPINGS: readonly Mapping[] = [
     message: 'storage is not answering; retry shortly',
     headers: RETRY_SHORTLY,
     keepCause: true,
+  },
+  // A statement the server cancelled at the bound of its request class, where the route did not say
+  // more (routes with a budget of their own answer BUDGET_EXCEEDED naming it).
+  {
+    match: isStatementTimeout,
+    code: 'BUDGET_EXCEEDED',
+    message: 'the request needed more database time than its class allows (docs/api.md, "Budgets")',
   },
   // Anything else that names an HTTP status.
   { match: status(404), code: 'NOT_FOUND', message: 'not found' },

@@ -6,7 +6,7 @@ import { AppError } from '../errors';
 import { isStorageUnavailable, toAppError, validationDetails } from './errors-handler';
 import type { App } from './types';
 
-/** Contract §3: every failure, the framework's own included, answers in the one envelope. */
+/** docs/api.md "Envelope": every failure, the framework's own included, answers in the one envelope. */
 let svc: TestService;
 /** The real app plus routes that exist only in this test, to provoke internal failures. */
 let app: App;

@@ -122,7 +122,30 @@ export function takeWriteKey(body: unknown): string | null {
   return found;
 }
 
-/** The three ways to send a key, in the order they are read. */
+/**
+ * `?writeKey=` in the query: the settings document RudderStack's browser library fetches at load
+ * (`/sourceConfig/?writeKey=…`) carries the key there. Only on routes that say so (`keyInUrl`), and
+ * only when no header carries a credential: the library also sends its key as Basic auth, which is
+ * then the one checked (a query field is part of the URL, logged and cached by proxies: the weaker
+ * place for a credential, so the header wins rather than both being compared).
+ */
+export function urlWriteKey(keys: KeyLookup): PrincipalResolver {
+  return {
+    name: 'url-write-key',
+    stage: 'headers',
+    hint: 'writeKey in the query',
+    appliesTo: (route) => route.keyInUrl === true,
+    resolve(req) {
+      if (req.headers['x-api-key'] !== undefined || req.headers.authorization !== undefined) return null;
+      const raw = (req.query as Record<string, unknown> | undefined)?.writeKey;
+      if (raw === undefined || raw === '') return null;
+      if (typeof raw !== 'string') throw invalidKey('send exactly one writeKey');
+      return grantOf(keys, raw, 'write_key');
+    },
+  };
+}
+
+/** The ways to send a key, in the order they are read. */
 export function keyResolvers(keys: KeyLookup): PrincipalResolver[] {
-  return [apiKeyHeader(keys), basicAuthWriteKey(keys), bodyWriteKey(keys)];
+  return [apiKeyHeader(keys), basicAuthWriteKey(keys), urlWriteKey(keys), bodyWriteKey(keys)];
 }

@@ -5,7 +5,10 @@ import type { FastifyContextConfig, FastifyRequest } from 'fastify';
  * it with `principalOf(req)` / `workspaceOf(req)`, never the credential itself.
  */
 export interface Principal {
-  /** `api_key`: X-API-Key. `write_key`: a key sent the Segment way (Basic auth, body `writeKey`). */
+  /**
+   * `api_key`: X-API-Key. `write_key`: a key sent the Segment way (Basic auth, body `writeKey`).
+   * `session`: the console's session cookie (session-cookie.ts), acting with its key's scopes.
+   */
   readonly kind: 'api_key' | 'write_key' | 'session';
   /**
    * The acting credential: what rate limits count against and what records name as their source
@@ -15,6 +18,8 @@ export interface Principal {
   readonly workspaceId: string;
   readonly keyId?: string;
   readonly userId?: string;
+  /** The console session (ses_…) of a `session` principal. */
+  readonly sessionId?: string;
   readonly scopes: readonly string[];
   /** Origin rule: host patterns (platform/http/origins.ts) the credential may be used from; [] = any. */
   readonly allowedDomains: readonly string[];
@@ -31,7 +36,7 @@ export interface Principal {
 export interface PrincipalResolver {
   readonly name: string;
   readonly stage: 'headers' | 'body';
-  /** How to name this credential in "… is required" (e.g. `X-API-Key header`). */
+  /** How to name this credential in "… is required" (e.g. `X-API-Key header`); '' leaves it unnamed. */
   readonly hint: string;
   /** Whether the resolver looks at requests of this route at all; absent: every key-protected route. */
   appliesTo?(route: FastifyContextConfig): boolean;

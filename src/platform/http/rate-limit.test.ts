@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { needs } from '../../../test/skips';
 import { createRateLimits, DEFAULT_LIMITS, limitFor } from './rate-limit';
 
 const keyId = () => `key_${randomBytes(6).toString('hex')}`;
@@ -78,7 +79,7 @@ describe('rate limits with Redis unreachable', () => {
 
 const REDIS_URL = process.env.TEST_REDIS_URL;
 
-describe.skipIf(!REDIS_URL)('rate limits in Redis (needs TEST_REDIS_URL)', () => {
+needs('redis').describe('rate limits in Redis', () => {
   const prefix = `cdp:test-${randomBytes(6).toString('hex')}:rl`;
   const clients: Redis[] = [];
   const connect = async () => {

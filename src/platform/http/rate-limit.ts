@@ -7,7 +7,7 @@ import {
 } from 'rate-limiter-flexible';
 
 /**
- * Per-key rate limits (contract §10) on rate-limiter-flexible: in memory for one process, or in
+ * Per-key rate limits (docs/api.md "Rate limits") on rate-limiter-flexible: in memory for one process, or in
  * Redis so that several processes share one budget. Two tiers: `standard` counts requests,
  * `batch` counts events (a batch of N consumes N).
  */

@@ -45,7 +45,7 @@ const errorRef = (description: string) => ({ $ref: 'ErrorEnvelope#', description
 
 /** The OpenAPI security alternatives of a route: ingest routes also take Basic auth (key-credentials.ts). */
 export function securityOf(auth: RouteAuth): Array<Record<string, string[]>> {
-  if (auth === 'public') return [];
+  if (auth === 'public' || auth === 'local') return [];
   if (auth === 'operator') return [{ operatorToken: [] }];
   return auth === 'ingest' ? [{ apiKey: [] }, { basicAuth: [] }] : [{ apiKey: [] }];
 }
@@ -128,11 +128,12 @@ export function createRouteRegistry(app: App, preflight: RouteHandlerMethod): Ro
         });
       }
 
-      if (cfg.cors && methods.includes('POST') && !app.hasRoute({ method: 'OPTIONS', url: route.url })) {
+      const corsMethods = methods.filter((m) => m === 'POST' || m === 'GET');
+      if (cfg.cors && corsMethods.length > 0 && !app.hasRoute({ method: 'OPTIONS', url: route.url })) {
         app.route({
           method: 'OPTIONS',
           url: route.url,
-          config: { auth: 'public', rateTier: 'none', preflight: true },
+          config: { auth: 'public', rateTier: 'none', preflight: true, corsMethods: corsMethods.join(', ') },
           schema: { hide: true },
           handler: preflight,
         });

@@ -7,10 +7,12 @@ const PROBES = new Set(['/health', '/ready']);
 
 /**
  * Behind a TLS-terminating proxy (TRUST_PROXY), a request that did not come through it over HTTPS
- * (no trusted `X-Forwarded-Proto: https`) is refused, so keys never travel in clear text.
+ * (no trusted `X-Forwarded-Proto: https`) is refused, so keys never travel in clear text. The CLI's
+ * local routes are let through: the CLI calls this machine's own service directly, past the proxy.
  */
 export function createHttpsRequiredHook() {
   return async function requireHttps(req: FastifyRequest): Promise<void> {
+    if (req.routeOptions.config?.auth === 'local') return;
     if (req.protocol !== 'https' && !PROBES.has(req.url.split('?')[0] ?? '')) {
       throw new AppError('HTTPS_REQUIRED', 'use HTTPS');
     }

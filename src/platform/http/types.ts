@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { CursorCodec } from '../cursor';
 import type { Db } from '../db';
+import type { OriginIndex } from './cors';
 import type { PrincipalResolver } from './principal';
 import type { RateLimits, Tier } from './rate-limit';
 import type { RouteInfo } from './route-registry';
@@ -40,6 +41,8 @@ export interface AppDeps extends ModuleServices {
   /** The ways a request may authenticate, in the order they are read (see principal.ts). */
   principals: readonly PrincipalResolver[];
   limits: RateLimits;
+  /** The origins CORS preflights are answered for (the keys' domains, in memory; see cors.ts). */
+  origins: OriginIndex;
   redis: Redis | null;
 }
 
@@ -53,6 +56,15 @@ declare module 'fastify' {
     cors?: boolean;
     /** Set on the OPTIONS routes the route registry adds beside `cors` routes. */
     preflight?: boolean;
+    /** The methods a preflight of this OPTIONS route allows (the `cors` route's own). */
+    corsMethods?: string;
+    /**
+     * The route reads JSON under any content type (the Segment-compatible tracking API: browsers send
+     * it as text/plain), so a key in the body may come with any of them.
+     */
+    anyBodyType?: boolean;
+    /** The key may be sent as the query field `writeKey` (RudderStack's settings document). */
+    keyInUrl?: boolean;
   }
   interface FastifyInstance {
     /** Every route of the app (see route-registry.ts): what the route test matrix iterates. */

@@ -69,20 +69,47 @@ export async function enqueue(q: Queryable, job: NewJob): Promise<{ id: string; 
   return existing.rows[0] ? { id: existing.rows[0].id, created: false } : enqueue(q, job);
 }
 
+/** How many jobs of each workspace a claim may still take (workspaces not listed: `share`). */
+export interface ClaimShares {
+  /** Most jobs of one workspace running at once in the claiming pool. */
+  share: number;
+  /** Workspaces with jobs running in the pool now, and how many. */
+  running: ReadonlyMap<string, number>;
+}
+
 /**
- * Claims up to `limit` due jobs of the given queues for `token`: queued jobs whose time has come,
- * and running jobs whose lease ran out (their worker died). Each queue's lease is its own.
+ * Claims up to `limit` due jobs of these queues (and jobs whose lease expired: their worker died),
+ * each workspace at most its share of them: a workspace already running `share` jobs of the pool is
+ * passed over, and among the others the oldest job of each workspace comes before any workspace's
+ * second (round robin by turn, then age), so a workspace with a thousand jobs queued cannot keep
+ * another's one job waiting behind them. Jobs without a workspace (maintenance) are not capped.
+ * The candidates are the oldest CLAIM_WINDOW due jobs of the workspaces under their share.
  */
 export async function claimJobs(
   q: Queryable,
   token: string,
   queues: ReadonlyArray<{ queue: string; leaseMs: number }>,
   limit: number,
+  shares: ClaimShares = { share: limit, running: new Map() },
 ): Promise<Job[]> {
+  const running = [...shares.running].filter(([, n]) => n > 0);
   const { rows } = await q.query<Job>(
     `WITH lease AS (SELECT * FROM unnest($1::text[], $2::float8[]) AS l(queue, ms)),
-     queued AS (SELECT id FROM jobs WHERE state = 'queued' AND queue = ANY($1::text[]) AND run_at <= now()
-       ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+     room AS (SELECT * FROM unnest($5::uuid[], $6::int[]) AS r(ws, left_over)),
+     candidate AS (SELECT j.id, j.workspace_id, j.run_at FROM jobs j
+       WHERE j.state = 'queued' AND j.queue = ANY($1::text[]) AND j.run_at <= now()
+         AND (j.workspace_id IS NULL
+              OR COALESCE((SELECT left_over FROM room WHERE room.ws = j.workspace_id), $7) > 0)
+       ORDER BY j.run_at LIMIT $8),
+     ranked AS (SELECT c.id, c.run_at, c.workspace_id,
+                       row_number() OVER (PARTITION BY c.workspace_id ORDER BY c.run_at, c.id) AS turn
+                  FROM candidate c),
+     chosen AS (SELECT r.id FROM ranked r
+       WHERE r.workspace_id IS NULL
+          OR r.turn <= COALESCE((SELECT left_over FROM room WHERE room.ws = r.workspace_id), $7)
+       ORDER BY r.turn, r.run_at LIMIT $3),
+     queued AS (SELECT j.id FROM jobs j JOIN chosen ON chosen.id = j.id
+       WHERE j.state = 'queued' FOR UPDATE OF j SKIP LOCKED),
      expired AS (SELECT id FROM jobs WHERE state = 'running' AND locked_until < now() AND queue = ANY($1::text[])
        ORDER BY locked_until LIMIT $3 FOR UPDATE SKIP LOCKED),
      due AS (SELECT id FROM expired UNION ALL SELECT id FROM queued LIMIT $3)
@@ -90,7 +117,16 @@ export async function claimJobs(
        locked_until = now() + make_interval(secs => lease.ms / 1000), updated_at = now()
      FROM due, lease WHERE jobs.id = due.id AND lease.queue = jobs.queue
      RETURNING jobs.*`,
-    [queues.map((x) => x.queue), queues.map((x) => x.leaseMs), limit, token],
+    [
+      queues.map((x) => x.queue),
+      queues.map((x) => x.leaseMs),
+      limit,
+      token,
+      running.map(([ws]) => ws),
+      running.map(([, n]) => Math.max(0, shares.share - n)),
+      shares.share,
+      Math.min(1000, limit * 50),
+    ],
   );
   return rows;
 }

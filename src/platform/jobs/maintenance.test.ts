@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitUntil } from '../../../test/wait';
 import { enqueue } from './jobs.repo';
-import { openTestDb, type TestDb, waitFor } from './jobs.test-kit';
+import { openTestDb, type TestDb } from './jobs.test-kit';
 import { listSchedules } from './jobs.view';
 import { MAINTENANCE_QUEUE, pruneJobsTask, registerMaintenance } from './maintenance';
 import { createJobRunner } from './runner';
@@ -43,8 +44,9 @@ describe('maintenance tasks', () => {
       ['maintenance:jobs.prune', MAINTENANCE_QUEUE],
     ]);
     runner.start();
-    await waitFor(
+    await waitUntil(
       async () => custom > 0 && (await db.query('SELECT 1 FROM jobs WHERE id = $1', [old.id])).rowCount === 0,
+      { what: 'the custom task to run and the prune to remove the old job' },
     );
     await runner.stop();
     // Succeeded jobs go after a day, dead letters stay 30 days, live jobs stay.

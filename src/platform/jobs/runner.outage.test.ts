@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitUntil } from '../../../test/wait';
 import type { Db, Queryable } from '../db/port';
 import { enqueue, type Job } from './jobs.repo';
-import { openTestDb, sleep, type TestDb, waitFor } from './jobs.test-kit';
+import { openTestDb, type TestDb } from './jobs.test-kit';
 import { createJobRunner } from './runner';
 
 /**
@@ -19,22 +20,29 @@ const refused = () =>
 
 /** The real database behind a switch: while `down`, every statement fails as if the server were gone. */
 function flakyDb(db: Db) {
-  const state = { down: false, refusedCalls: 0 };
-  const guard = <T>(run: () => Promise<T>): Promise<T> => {
+  /** `refused`: each statement refused while down (a transaction as `BEGIN`). */
+  const state = { down: false, refusedCalls: 0, refused: [] as string[] };
+  const guard = <T>(sql: string, run: () => Promise<T>): Promise<T> => {
     if (state.down) {
       state.refusedCalls++;
+      state.refused.push(sql);
       return Promise.reject(refused());
     }
     return run();
   };
   const wrap = (q: Queryable): Queryable => ({
-    query: (sql, params) => guard(() => q.query(sql, params)),
-    exec: (sql) => guard(() => q.exec(sql)),
+    query: (sql, params) => guard(sql, () => q.query(sql, params)),
+    exec: (sql) => guard(sql, () => q.exec(sql)),
   });
   const flaky: Db = {
     ...wrap(db),
     engine: db.engine,
-    transaction: (fn) => guard(() => db.transaction((tx) => fn(wrap(tx)))),
+    laneName: 'foreground',
+    foregroundSeenAt: () => Number.NEGATIVE_INFINITY,
+    lane() {
+      return this;
+    },
+    transaction: (fn) => guard('BEGIN', () => db.transaction((tx) => fn(wrap(tx)))),
     listen: (c, h, l) => db.listen(c, h, l),
     get listening() {
       return db.listening;
@@ -58,11 +66,11 @@ describe('the job runner during a storage outage', () => {
     state.down = true;
     r.start();
     const { id } = await enqueue(t.db, { queue: 'outage-claim', maxAttempts: 1 });
-    await sleep(500);
-    expect(state.refusedCalls).toBeGreaterThan(2);
+    // Three refused claims: it kept polling through the outage, and is still there to see it end.
+    await waitUntil(() => state.refusedCalls > 2, { what: 'three claims refused during the outage' });
     expect(ran).toBe(0);
     state.down = false;
-    await waitFor(async () => (await getJob(id)).state === 'succeeded');
+    await waitUntil(async () => (await getJob(id)).state === 'succeeded', { what: 'the job to succeed' });
     expect(ran).toBe(1);
     await r.stop();
   });
@@ -81,11 +89,14 @@ describe('the job runner during a storage outage', () => {
     );
     const { id } = await enqueue(t.db, { queue: 'outage-handler', maxAttempts: 1 });
     r.start();
-    await waitFor(() => calls === 1);
-    await waitFor(async () => (await getJob(id)).state !== 'running');
+    await waitUntil(() => calls === 1, { what: 'the first call of the handler' });
+    await waitUntil(async () => (await getJob(id)).state !== 'running', { what: 'the job to leave running' });
     expect(await getJob(id)).toMatchObject({ state: 'queued', attempts: 0 });
     // Given back with a short pause; then it runs and succeeds on its one and only counted attempt.
-    await waitFor(async () => (await getJob(id)).state === 'succeeded', 15_000);
+    await waitUntil(async () => (await getJob(id)).state === 'succeeded', {
+      what: 'the job to succeed',
+      timeoutMs: 15_000,
+    });
     expect(await getJob(id)).toMatchObject({ attempts: 1 });
     await r.stop();
   });
@@ -98,11 +109,15 @@ describe('the job runner during a storage outage', () => {
     });
     const { id } = await enqueue(t.db, { queue: 'outage-result', maxAttempts: 1 });
     r.start();
-    await waitFor(() => state.down);
-    await sleep(300);
+    await waitUntil(() => state.down, { what: 'the job to run' });
+    // Its result was refused twice (written, refused, written again): it is held, not dropped.
+    const resultWrites = () => state.refused.filter((sql) => sql.includes("SET state = 'succeeded'")).length;
+    await waitUntil(() => resultWrites() >= 2, { what: 'two refused writes of the result' });
     expect((await getJob(id)).state).toBe('running');
     state.down = false;
-    await waitFor(async () => (await getJob(id)).state === 'succeeded');
+    await waitUntil(async () => (await getJob(id)).state === 'succeeded', {
+      what: 'the result to be recorded',
+    });
     expect(await getJob(id)).toMatchObject({ attempts: 1, last_error: null });
     await r.stop();
   });

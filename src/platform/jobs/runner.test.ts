@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { letTimePass, waitUntil } from '../../../test/wait';
 import type { Db } from '../db/port';
 import { enqueue, type Job } from './jobs.repo';
-import { openTestDb, sleep, type TestDb, waitFor } from './jobs.test-kit';
+import { openTestDb, type TestDb } from './jobs.test-kit';
 import { jobCounts, listJobs } from './jobs.view';
 import { createJobRunner, type JobRunner, type JobRunnerDeps } from './runner';
 
@@ -26,7 +27,10 @@ function runner(deps: Partial<JobRunnerDeps> = {}): JobRunner {
   return r;
 }
 const getJob = async (id: string) => (await db.query<Job>('SELECT * FROM jobs WHERE id = $1', [id])).rows[0]!;
-const settled = (id: string) => waitFor(async () => ['succeeded', 'dead'].includes((await getJob(id)).state));
+const settled = (id: string) =>
+  waitUntil(async () => ['succeeded', 'dead'].includes((await getJob(id)).state), {
+    what: `job ${id} to succeed or die`,
+  });
 let n = 0;
 const queue = () => `q${++n}`;
 
@@ -63,7 +67,8 @@ describe('the job runner', () => {
     const { id } = await enqueue(db, { queue: q, maxAttempts: 3 });
     r.start();
     await settled(id);
-    await sleep(100);
+    // Stopped, it runs nothing more: a fourth call would have had to start before this.
+    await r.stop();
     expect(calls).toBe(3);
     expect(await getJob(id)).toMatchObject({ state: 'dead', attempts: 3, last_error: 'Error: boom 3' });
   });
@@ -165,7 +170,8 @@ describe('the job runner', () => {
     }
     r1.start();
     r2.start();
-    await sleep(3_600);
+    // Three ticks' jobs ran (each tick makes one job, whichever runner materializes it).
+    await waitUntil(() => seen.length >= 3, { what: 'the jobs of three ticks to run', timeoutMs: 15_000 });
     await Promise.all([r1.stop(), r2.stop()]);
     const { jobs } = await listJobs(db, { queue: q });
     expect(jobs.length).toBeGreaterThanOrEqual(2);
@@ -177,10 +183,10 @@ describe('the job runner', () => {
   it('on stop, waits for running jobs to finish', async () => {
     const q = queue();
     const r = runner();
-    r.register(q, () => sleep(300));
+    r.register(q, () => letTimePass(300, 'a job that is still running when stop() is called'));
     const { id } = await enqueue(db, { queue: q });
     r.start();
-    await waitFor(() => r.active === 1);
+    await waitUntil(() => r.active === 1, { what: 'the job to start' });
     expect(await r.stop({ drainMs: 5_000 })).toEqual({ finished: 1, released: 0 });
     expect((await getJob(id)).state).toBe('succeeded');
   });
@@ -199,10 +205,10 @@ describe('the job runner', () => {
     });
     const { id } = await enqueue(db, { queue: q });
     r.start();
-    await waitFor(() => r.active === 1);
+    await waitUntil(() => r.active === 1, { what: 'the job to start' });
     expect(await r.stop({ drainMs: 100 })).toEqual({ finished: 0, released: 1 });
     expect(aborted).toBe(true);
-    await sleep(50);
+    // stop() answered after writing the release: the job is back at once.
     expect(await getJob(id)).toMatchObject({ state: 'queued', attempts: 0, locked_by: null });
   });
 
@@ -244,15 +250,17 @@ describe('the job runner', () => {
     );
     for (let i = 0; i < 4; i++) await enqueue(db, { queue: slow });
     r.start();
-    await waitFor(() => slowRunning === 2);
+    await waitUntil(() => slowRunning === 2, { what: 'two slow jobs to fill the shared slots' });
     for (let i = 0; i < 5; i++) await enqueue(db, { queue: quick });
     // A handler's return comes a moment before its job leaves flight (marked succeeded), so wait
     // for both rather than read `active` in between.
-    await waitFor(() => quickDone.length === 5 && r.active === 2);
+    await waitUntil(() => quickDone.length === 5 && r.active === 2, {
+      what: 'the five quick jobs to finish beside the slow ones',
+    });
     // The shared slots stayed with the two long jobs; the other two are still waiting for them.
     expect(slowRunning).toBe(2);
     release();
-    await waitFor(() => slowRunning === 4);
+    await waitUntil(() => slowRunning === 4, { what: 'the other two slow jobs to start' });
   });
 
   it('refuses slots of its own outside 1 to 256', () => {
@@ -264,15 +272,74 @@ describe('the job runner', () => {
 
   it('claims at once when woken instead of waiting for its next poll', async () => {
     const q = queue();
-    const r = runner({ pollMs: 60_000 });
+    let claims = 0;
+    const counting: Db = Object.create(db, {
+      query: {
+        value: async (...args: Parameters<Db['query']>) => {
+          const res = await db.query(...args);
+          if (args[0].includes("SET state = 'running'")) claims++;
+          return res;
+        },
+      },
+      // The runner claims through the worker lane: counted the same.
+      lane: { value: () => counting },
+    });
+    const r = runner({ db: counting, pollMs: 60_000 });
     const ran: string[] = [];
     r.register(q, async (_p, { job }) => {
       ran.push(job.id);
     });
     r.start();
-    await sleep(100); // the first (empty) claim is done; the next poll is a minute away
+    // The first (empty) claim is done before the job exists; the next poll is a minute away.
+    await waitUntil(() => claims === 1, { what: 'the first claim' });
     const { id } = await enqueue(db, { queue: q });
     r.wake();
-    await waitFor(() => ran.includes(id), 5_000);
+    await waitUntil(() => ran.includes(id), { what: 'the woken runner to run the job', timeoutMs: 5_000 });
+  });
+});
+
+describe('the job runner’s fair shares', () => {
+  const workspace = async (name: string) =>
+    (
+      await db.query<{ id: string }>(
+        'INSERT INTO workspaces (id, name) VALUES (gen_random_uuid(), $1) RETURNING id',
+        [name],
+      )
+    ).rows[0]!.id;
+
+  it('gives a workspace at most half the slots, so another’s job runs while forty of the first wait', async () => {
+    const q = queue();
+    const r = runner({ concurrency: 4 });
+    const [a, b] = [await workspace('busy A'), await workspace('quiet B')];
+    const running = new Map<string, number>();
+    let most = 0;
+    let bStartedWhileAWaited = false;
+    let release!: () => void;
+    const gate = new Promise<void>((res) => {
+      release = res;
+    });
+    r.register<{ ws: string }>(
+      q,
+      async ({ ws }) => {
+        running.set(ws, (running.get(ws) ?? 0) + 1);
+        most = Math.max(most, running.get(a) ?? 0);
+        if (ws === b) bStartedWhileAWaited = true;
+        if (ws === a) await gate;
+        running.set(ws, running.get(ws)! - 1);
+      },
+      { timeoutMs: 30_000 },
+    );
+    // A's jobs are all older than B's one.
+    for (let i = 0; i < 40; i++) await enqueue(db, { queue: q, workspaceId: a, payload: { ws: a } });
+    const { id: bJob } = await enqueue(db, { queue: q, workspaceId: b, payload: { ws: b } });
+    r.start();
+    await waitUntil(async () => (await getJob(bJob)).state === 'succeeded', {
+      what: 'B’s job to run while A’s wait',
+      timeoutMs: 30_000,
+    });
+    expect(bStartedWhileAWaited).toBe(true);
+    // A held its share, never every slot.
+    expect(most).toBe(2);
+    release();
   });
 });

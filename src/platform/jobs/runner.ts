@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isStorageUnavailable } from '../db/errors';
+import type { Lane } from '../db/port';
 import { createLogger, describeError } from '../logger';
 import { type BackoffPolicy, backoffMs, DEFAULT_BACKOFF } from './backoff';
 import { claimJobs, completeJob, failJob, type Job, releaseJobs } from './jobs.repo';
@@ -22,8 +23,20 @@ export const MAX_TIMEOUT_MS = 3_600_000;
 export const MAX_CONCURRENCY = 256;
 const SHARED_POOL = 'shared';
 
+interface Pool {
+  limit: number;
+  running: number;
+  byWorkspace: Map<string, number>;
+}
+
+const newPool = (limit: number): Pool => ({ limit, running: 0, byWorkspace: new Map() });
+
+/** The most slots of a pool one workspace may hold: half of them (at least one). */
+export const fairShare = (limit: number): number => Math.max(1, Math.floor(limit / 2));
+
 export function createJobRunner(deps: JobRunnerDeps): JobRunner {
-  const { db } = deps;
+  // The runner's own statements (claims, results, schedules) are the worker lane's.
+  const db = deps.db.lane('worker');
   const log = deps.log ?? createLogger('silent');
   const concurrency = deps.concurrency ?? 4;
   const pollMs = deps.pollMs ?? 500;
@@ -33,12 +46,14 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
   const runnerId = randomBytes(6).toString('hex');
   const queues = new Map<
     string,
-    { handler: JobHandler; timeoutMs: number; backoff: BackoffPolicy; pool: string }
+    { handler: JobHandler; timeoutMs: number; backoff: BackoffPolicy; pool: string; lane: Lane }
   >();
-  /** Slots per pool: the shared one (every queue without a concurrency of its own) and one per such queue. */
-  const pools = new Map<string, { limit: number; running: number }>([
-    [SHARED_POOL, { limit: concurrency, running: 0 }],
-  ]);
+  /**
+   * Slots per pool: the shared one (every queue without a concurrency of its own) and one per such
+   * queue, with the jobs each workspace runs in it: a workspace gets at most half a pool's slots
+   * (fairShare), so another workspace's job always finds one.
+   */
+  const pools = new Map<string, Pool>([[SHARED_POOL, newPool(concurrency)]]);
   const scheduleNames = new Set<string>();
   const inflight = new Map<string, Running>();
   let claimSeq = 0;
@@ -82,10 +97,14 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
           if (free <= 0 || members.length === 0) continue;
           const token = `${runnerId}.${++claimSeq}`;
           const leases = members.map(([queue, q]) => ({ queue, leaseMs: q.timeoutMs + graceMs }));
-          const claimed = await claimJobs(db, token, leases, free);
+          const claimed = await claimJobs(db, token, leases, free, {
+            share: fairShare(pool.limit),
+            running: pool.byWorkspace,
+          });
           for (const job of claimed) startJob(job, token);
-          // A full batch may mean more is due, and short jobs may have freed slots meanwhile.
-          if (claimed.length === free && pool.running < pool.limit) more = true;
+          // A full batch may mean more is due, and short jobs may have freed slots meanwhile; a
+          // partial one may have stopped at a workspace's share, with other workspaces' jobs behind.
+          if (claimed.length > 0 && pool.running < pool.limit) more = true;
         }
         failures = 0;
         // A pool that filled up wakes the loop when one of its jobs ends (startJob).
@@ -107,10 +126,17 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
     inflight.set(job.id, r);
     const pool = pools.get(queues.get(job.queue)!.pool)!;
     pool.running++;
+    const ws = job.workspace_id;
+    if (ws) pool.byWorkspace.set(ws, (pool.byWorkspace.get(ws) ?? 0) + 1);
     r.done = runJob(r)
       .catch((err: unknown) => log.error({ err, job_id: job.id }, 'jobs: bookkeeping failed'))
       .finally(() => {
         inflight.delete(job.id);
+        if (ws) {
+          const left = (pool.byWorkspace.get(ws) ?? 1) - 1;
+          if (left > 0) pool.byWorkspace.set(ws, left);
+          else pool.byWorkspace.delete(ws);
+        }
         // A slot of a full pool came free: claim at once rather than after the poll interval (if
         // the loop is claiming right now, its next pause returns at once).
         if (pool.running-- === pool.limit) {
@@ -136,7 +162,9 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
     });
     let error: unknown = null;
     try {
-      const work = Promise.resolve().then(() => q.handler(job.payload, { job, signal: r.abort.signal, db }));
+      const work = Promise.resolve().then(() =>
+        q.handler(job.payload, { job, signal: r.abort.signal, db: deps.db.lane(q.lane) }),
+      );
       work.catch(() => {}); // a handler still running after its timeout may fail later, unobserved
       if ((await Promise.race([work, timedOut])) === 'timeout') {
         error = new Error(`timed out after ${q.timeoutMs} ms`);
@@ -203,13 +231,14 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
           throw new RangeError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}`);
         }
         pool = `queue:${queue}`;
-        pools.set(pool, { limit: opts.concurrency, running: 0 });
+        pools.set(pool, newPool(opts.concurrency));
       }
       queues.set(queue, {
         handler: handler as JobHandler,
         timeoutMs,
         backoff: opts.backoff ?? DEFAULT_BACKOFF,
         pool,
+        lane: opts.lane ?? 'worker',
       });
     },
     async schedule(name, spec, queue, payload = {}) {

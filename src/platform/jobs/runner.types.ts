@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Db } from '../db/port';
+import type { Db, Lane } from '../db/port';
 import type { BackoffPolicy } from './backoff';
 import type { Job } from './jobs.repo';
 
@@ -25,6 +25,12 @@ export interface QueueOptions {
    * that must not queue behind long ones (fits, refreshes), nor take all their slots. 1–256.
    */
   concurrency?: number;
+  /**
+   * The database lane the handler's `db` runs in (platform/db/port.ts): `analytics` for jobs that
+   * walk a whole workspace (segment refreshes, model fits), so they queue behind requests and use
+   * their own pool; default `worker`.
+   */
+  lane?: Lane;
 }
 
 export interface JobRunnerDeps {

@@ -6,7 +6,7 @@
  * Assumptions: while active, a customer buys as a Poisson process with rate λ ~ Gamma(r, α); after each
  * repeat purchase they drop out for good with probability p ~ Beta(a, b); λ and p are independent.
  * Consequence: a customer with no repeat purchase (x = 0) has P(alive) = 1 however long ago they bought,
- * which is why the product scores with MBG/NBD by default (contract §8).
+ * which is why the product scores with MBG/NBD by default (docs/intelligence.md).
  */
 import { type FrequencyRecency, logShifted, type PurchaseData } from './purchase-data';
 import { avoidSingularity, type PurchaseModel, type PurchaseParams } from './purchase-model';

@@ -1,5 +1,5 @@
 /**
- * CDNOW validation (contract §8): summaries, BG/NBD, MBG/NBD and Gamma-Gamma on Hardie's 1/10 sample
+ * CDNOW validation (docs/intelligence.md): summaries, BG/NBD, MBG/NBD and Gamma-Gamma on Hardie's 1/10 sample
  * with the 39-week calibration period ending 1997-09-30, checked against the published figures.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -80,6 +80,16 @@ describe('BG/NBD on CDNOW (Fader, Hardie & Lee 2005)', () => {
     expect(bg.logLikelihood).toBeCloseTo(-9582.4, 1);
   });
 
+  it("has the standard errors of lifetimes' BetaGeoFitter summary: 0.012557, 0.378221, 0.185719, 0.705345", () => {
+    const se = bg.standardErrors!;
+    console.log(`BG/NBD CDNOW standard errors: ${JSON.stringify(se)}`);
+    expect(se.r).toBeCloseTo(0.012557, 5);
+    expect(se.alpha).toBeCloseTo(0.378221, 4);
+    expect(se.a).toBeCloseTo(0.185719, 4);
+    expect(se.b).toBeCloseTo(0.705345, 3);
+    expect(bg.degenerate).toBeNull();
+  });
+
   it("matches Hardie's spreadsheet: E[X(t)] at six t, and E[Y(39) | x=2, t_x=30.43, T=38.86] = 1.226", () => {
     const times = [0.1429, 1, 3, 31.8571, 32, 78];
     const expected = [0.0078, 0.0532, 0.1506, 1.0405, 1.0437, 1.8576];
@@ -135,16 +145,29 @@ describe('MBG/NBD on CDNOW (Batislam et al. 2007)', () => {
     expect(mbg.params.b).toBeCloseTo(1.614, 3);
     expect(mbg.logLikelihood).toBeCloseTo(-9582.14, 1);
   });
+
+  it('has standard errors 0.0833, 0.696, 0.155, 0.538 and is not degenerate', () => {
+    const se = mbg.standardErrors!;
+    expect(se.r).toBeCloseTo(0.0833, 3);
+    expect(se.alpha).toBeCloseTo(0.696, 2);
+    expect(se.a).toBeCloseTo(0.155, 3);
+    expect(se.b).toBeCloseTo(0.538, 2);
+    expect(mbg.degenerate).toBeNull();
+  });
 });
 
 describe('Gamma-Gamma on CDNOW (Fader & Hardie 2013)', () => {
-  it('reproduces p = 6.25, q = 3.74, γ = 15.44 on the 946 repeat buyers', () => {
+  it('reproduces p = 6.25, q = 3.74, γ = 15.44 on the 946 repeat buyers, with standard errors', () => {
     const fit = fitGammaGamma([...summaries.values()]);
     expect(fit.converged).toBe(true);
     expect(fit.customers).toBe(946);
     expect(fit.params.p).toBeCloseTo(6.25, 2);
     expect(fit.params.q).toBeCloseTo(3.74, 2);
     expect(fit.params.gamma).toBeCloseTo(15.44, 2);
+    expect(fit.standardErrors!.p).toBeCloseTo(1.19, 2);
+    expect(fit.standardErrors!.q).toBeCloseTo(0.29, 2);
+    expect(fit.standardErrors!.gamma).toBeCloseTo(4.159, 2);
+    expect(fit.degenerate).toBeNull();
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * churn_risk_score = 1 − P(alive) (contract §8), and the risk level shown beside it.
+ * churn_risk_score = 1 − P(alive) (docs/intelligence.md), and the risk level shown beside it.
  *
  * | risk_level | churn_risk_score          |
  * |------------|---------------------------|

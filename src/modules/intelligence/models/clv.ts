@@ -2,17 +2,17 @@
  * Discounted customer lifetime value over a horizon, the way lifetimes' `customer_lifetime_value`
  * does it but with weekly steps and an annual rate:
  *
- *   CLV = Σ_{k=1..K} v · [E(t_k) − E(t_{k−1})] / (1 + d)^(k·s / 52.18),   t_k = min(k·s, H) weeks,
+ *   CLV = Σ_{k=1..K} v · [E(t_k) − E(t_{k−1})] / (1 + d)^(k·s / Y),   t_k = min(k·s, H) weeks,
  *
  * where E(t) is the model's conditional expected number of purchases in the next t weeks, v the
- * expected order value, d the annual discount rate, s the step (1 week) and H the horizon
- * (365 days = 52.14 weeks by default). Each step's purchases are discounted from the end of the step,
+ * expected order value, d the annual discount rate, Y = 365.25 / 7 the weeks in a year
+ * (WEEKS_PER_YEAR), s the step (1 week) and H the horizon (365 days = 52.14 weeks by default). Each step's purchases are discounted from the end of the step,
  * as lifetimes does — the nominal end k·s even for a last, partial step, so that a longer horizon can
  * only add value (CLV is non-decreasing in H). With d = 0 the sum telescopes to v · E(H).
  */
 
 export interface ClvOptions {
-  /** Horizon in days (default 365, contract §8). */
+  /** Horizon in days (default 365, docs/intelligence.md). */
   horizonDays?: number;
   /** Annual discount rate, e.g. 0.1 for 10 % a year (default 0.1). */
   annualDiscountRate?: number;

@@ -102,3 +102,60 @@ describe('fitWorkspaceModels and scoreCustomer', () => {
     expect(score.predictedClv).toBeGreaterThanOrEqual(0);
   });
 });
+
+describe('a degenerate fit', () => {
+  /** Customers who never leave (drop-out probability 1e-9): nothing in the data says when anyone leaves. */
+  function neverLeaving(seed: number): CustomerSummary[] {
+    const random = createRandom(seed);
+    const ages = Array.from({ length: 3000 }, () => 10 + 60 * random());
+    return simulatePurchases('mbg_nbd', { r: 1.5, alpha: 10, a: 1, b: 1e9 }, ages, seed).map((c) => {
+      const tx = Math.round(c.tx * 7) / 7;
+      const T = Math.round(c.T * 7) / 7;
+      return {
+        x: c.x,
+        tx,
+        T,
+        zbar: c.x > 0 ? 30 : 0,
+        totalSpend: 30 * (c.x + 1),
+        daysSinceLast: Math.round((T - tx) * 7),
+      };
+    });
+  }
+
+  it('falls back instead of scoring every customer as certainly alive, and keeps what it rejected', () => {
+    // Seeds whose fits converge (others crawl along the flat direction until the iteration bound,
+    // and fall back as not converged): BG/NBD to a/(a + b) ≈ 1e-9, MBG/NBD to a ≈ 1e-12.
+    for (const [model, seed] of [
+      ['bg_nbd', 3],
+      ['mbg_nbd', 2],
+    ] as const) {
+      const models = fitWorkspaceModels(neverLeaving(seed), { model });
+      expect(models.purchase.name, model).toBe(FALLBACK_PURCHASE_MODEL);
+      if (models.purchase.name !== FALLBACK_PURCHASE_MODEL) continue;
+      expect(models.purchase.reason).toMatch(new RegExp(`^${model} fit is degenerate: `));
+      expect(models.purchase.rejected).toMatchObject({ model, params: { b: expect.any(Number) } });
+      // The fallback still tells a silent customer from a recent one.
+      const silent = scoreCustomer(models, {
+        x: 5,
+        tx: 10,
+        T: 60,
+        zbar: 30,
+        totalSpend: 180,
+        daysSinceLast: 350,
+      });
+      expect(silent.churnRiskScore).toBeGreaterThan(0.5);
+    }
+  });
+
+  it('is not what a well-posed workspace gets: its fit carries standard errors and is used', () => {
+    const models = fitWorkspaceModels(simulateWorkspace(2000, 5));
+    expect(models.purchase.name).toBe('mbg_nbd');
+    expect(models.purchase.standardErrors).toMatchObject({
+      r: expect.any(Number),
+      alpha: expect.any(Number),
+      a: expect.any(Number),
+      b: expect.any(Number),
+    });
+    expect(models.spend.standardErrors).toMatchObject({ p: expect.any(Number), q: expect.any(Number) });
+  });
+});

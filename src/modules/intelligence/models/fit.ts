@@ -30,6 +30,8 @@ export interface FitOptions extends MinimizeOptions {
    * data (default WARM_START_ROWS, purchase-fit.ts; Infinity: never).
    */
   warmStartAbove?: number;
+  /** Skip the standard errors (a warm start's fit is only a starting point). */
+  skipStandardErrors?: boolean;
 }
 
 /** Log-parameters outside ±LOG_LIMIT mean a degenerate fit (θ < 1e-13 or > 4e8): treated as +∞. */

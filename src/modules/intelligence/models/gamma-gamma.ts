@@ -10,6 +10,7 @@
 import { type FitOptions, maximizeLikelihoodSteps } from './fit';
 import { runToEnd, type Steps } from './nelder-mead';
 import { logGamma } from './special';
+import { explainDegenerate, standardErrorsSteps } from './standard-errors';
 
 export interface GammaGammaParams {
   p: number;
@@ -29,6 +30,10 @@ export interface GammaGammaFit {
   params: GammaGammaParams;
   logLikelihood: number;
   converged: boolean;
+  /** From the Hessian of the log-likelihood at the optimum; null when it has none (flat, or no maximum). */
+  standardErrors: GammaGammaParams | null;
+  /** Why this converged fit must not be used (standard-errors.ts explainDegenerate), or null. */
+  degenerate: string | null;
   iterations: number;
   evaluations: number;
   /** Customers the fit used: those with x > 0 and z̄ > 0. */
@@ -148,11 +153,22 @@ export function* fitGammaGammaSteps(data: SpendData, options: FitOptions = {}): 
     ],
     options,
   );
+  const converged = result.converged && data.customers > 0;
+  const params = toParams(result.params);
+  let standardErrors: GammaGammaParams | null = null;
+  let degenerate: string | null = null;
+  if (converged && !options.skipStandardErrors) {
+    const se = yield* standardErrorsSteps((θ) => -logLikelihoodSpendData(toParams(θ), data), result.params);
+    standardErrors = se && toParams(se);
+    degenerate = explainDegenerate('gamma_gamma', { ...params }, standardErrors && { ...standardErrors });
+  }
   return {
     model: 'gamma_gamma',
-    params: toParams(result.params),
+    params,
     logLikelihood: result.logLikelihood,
-    converged: result.converged && data.customers > 0,
+    converged,
+    standardErrors,
+    degenerate,
     iterations: result.iterations,
     evaluations: result.evaluations,
     customers: data.customers,

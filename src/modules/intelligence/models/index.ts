@@ -30,6 +30,13 @@ export {
 } from './gamma-gamma';
 export { type SimulatedCustomer, simulatePurchases } from './generate';
 export {
+  CALIBRATION_PURCHASE_CENSOR,
+  createHoldoutEvaluation,
+  createHoldoutPredictor,
+  type HoldoutBin,
+  type HoldoutEvaluation,
+} from './holdout';
+export {
   expectedPurchasesMbgNbd,
   expectedPurchasesNewMbgNbd,
   logLikelihoodMbgNbd,

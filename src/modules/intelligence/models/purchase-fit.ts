@@ -4,12 +4,17 @@ import { mbgNbd } from './mbgnbd';
 import { runToEnd, type Steps } from './nelder-mead';
 import { coarsenPurchaseData, type PurchaseData } from './purchase-data';
 import type { PurchaseModel, PurchaseModelName, PurchaseParams } from './purchase-model';
+import { explainDegenerate, standardErrorsSteps } from './standard-errors';
 
 export interface PurchaseFit {
   model: PurchaseModelName;
   params: PurchaseParams;
   logLikelihood: number;
   converged: boolean;
+  /** From the Hessian of the log-likelihood at the optimum; null when it has none (flat, or no maximum). */
+  standardErrors: PurchaseParams | null;
+  /** Why this converged fit must not be used (explainDegenerate, or nobody ever leaving), or null. */
+  degenerate: string | null;
   iterations: number;
   evaluations: number;
   customers: number;
@@ -48,6 +53,32 @@ function chooseStarts(data: PurchaseData): number[][] {
  * 23,570) the fit is the generic one, unchanged.
  */
 export const WARM_START_ROWS = 30_000;
+
+/**
+ * Below this mean drop-out probability a/(a + b) the model says nobody ever leaves: P(alive) is
+ * about 1 for every customer and the churn risk about 0, whatever their silence (a synthetic
+ * workspace got b = 187,224 and churn risks of 1e-8). That tells nothing about churn, so the fit
+ * counts as degenerate and the fallback, whose P(alive) falls with silence, scores instead.
+ */
+export const MIN_MEAN_DROPOUT = 1e-3;
+
+/** Why a converged purchase fit must not be used, or null. */
+export function explainDegeneratePurchaseFit(
+  name: PurchaseModelName,
+  params: PurchaseParams,
+  standardErrors: PurchaseParams | null,
+): string | null {
+  const generic = explainDegenerate(name, { ...params }, standardErrors && { ...standardErrors });
+  if (generic) return generic;
+  const dropout = params.a / (params.a + params.b);
+  if (!(dropout >= MIN_MEAN_DROPOUT)) {
+    return (
+      `${name} fit is degenerate: its mean drop-out probability a/(a + b) = ${Number(dropout.toPrecision(3))} ` +
+      `(a = ${Number(params.a.toPrecision(4))}, b = ${Number(params.b.toPrecision(4))}) says nobody ever leaves`
+    );
+  }
+  return null;
+}
 
 /** Fit a BG/NBD-family model by maximum likelihood. Check `converged` before using the result. */
 export function fitPurchaseModel(
@@ -96,11 +127,22 @@ export function* fitPurchaseModelSteps(
     starts,
     exactOptions,
   );
+  const converged = result.converged && data.customers > 0;
+  const params = toParams(result.params);
+  let standardErrors: PurchaseParams | null = null;
+  let degenerate: string | null = null;
+  if (converged && !options.skipStandardErrors) {
+    const se = yield* standardErrorsSteps((θ) => -model.logLikelihood(toParams(θ), data), result.params);
+    standardErrors = se && toParams(se);
+    degenerate = explainDegeneratePurchaseFit(name, params, standardErrors);
+  }
   return {
     model: name,
-    params: toParams(result.params),
+    params,
     logLikelihood: result.logLikelihood,
-    converged: result.converged && data.customers > 0,
+    converged,
+    standardErrors,
+    degenerate,
     iterations: result.iterations,
     evaluations: result.evaluations,
     customers: data.customers,

@@ -1,6 +1,6 @@
 import type { FrequencyRecency, PurchaseData } from './purchase-data';
 
-/** Parameters of the BG/NBD family; time in weeks, as in the literature (contract §8). */
+/** Parameters of the BG/NBD family; time in weeks, as in the literature (docs/intelligence.md). */
 export interface PurchaseParams {
   /** Shape of the Gamma distribution of purchase rates λ. */
   r: number;
@@ -13,7 +13,7 @@ export interface PurchaseParams {
 
 export type PurchaseModelName = 'bg_nbd' | 'mbg_nbd';
 
-/** One model of the family as a record of pure functions (no classes: contract house style). */
+/** One model of the family as a record of pure functions (no classes: the house style of docs/architecture.md). */
 export interface PurchaseModel {
   name: PurchaseModelName;
   /** Σ over customers of the log-likelihood. */

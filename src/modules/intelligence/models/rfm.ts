@@ -1,5 +1,5 @@
 /**
- * RFM: 1–5 quintile scores within a workspace, and the named segment of contract §5.
+ * RFM: 1–5 quintile scores within a workspace, and the named segment of docs/intelligence.md.
  *
  * Scores. For n customers, a customer's score on one dimension is
  *     min(5, 1 + floor(5 · w / (n − 1)))   (1 when n = 1),
@@ -108,7 +108,7 @@ export function combineFrequencyMonetary(f: RfmScore, m: RfmScore): RfmScore {
   return Math.floor((f + m) / 2) as RfmScore;
 }
 
-/** The named segment of a score triple (contract §5). */
+/** The named segment of a score triple (docs/intelligence.md). */
 export function labelRfmSegment({ r, f, m }: RfmScores): RfmSegment {
   const row = RFM_SEGMENT_TABLE[r - 1];
   const label = row?.[combineFrequencyMonetary(f, m) - 1];

@@ -2,7 +2,7 @@
  * Customer summaries (x, t_x, T, z̄) — the sufficient statistics of the BG/NBD family and Gamma-Gamma.
  * This pure version is the reference: the product's SQL version is to be property-tested against it.
  *
- * Rules (contract §8, and the ones that reproduce the CDNOW summary files exactly):
+ * Rules (docs/intelligence.md, and the ones that reproduce the CDNOW summary files exactly):
  * - only transactions at or before `asOf` count;
  * - transactions on the same UTC calendar day are merged into one (amounts added);
  * - x = purchase days − 1 (repeat purchases); t_x = (last day − first day) / 7; T = (day of asOf −

@@ -21,23 +21,45 @@ import { fitPurchaseModelSteps, selectPurchaseModel } from './purchase-fit';
 import type { PurchaseModelName, PurchaseParams } from './purchase-model';
 import type { CustomerSummary } from './summaries';
 
+/** A fit that converged but was not used (degenerate): what it was, for the analyst. */
+export interface RejectedFit<P> {
+  model: string;
+  params: P;
+  standardErrors: P | null;
+  logLikelihood: number;
+}
+
 export type PurchaseModelChoice =
-  | { name: PurchaseModelName; params: PurchaseParams; logLikelihood: number }
+  | {
+      name: PurchaseModelName;
+      params: PurchaseParams;
+      logLikelihood: number;
+      standardErrors: PurchaseParams;
+    }
   | {
       name: typeof FALLBACK_PURCHASE_MODEL;
       params: EmpiricalRateParams;
       logLikelihood: null;
+      standardErrors: null;
       reason: string;
+      rejected?: RejectedFit<PurchaseParams>;
     };
 
 export type SpendModelChoice =
-  | { name: 'gamma_gamma'; params: GammaGammaParams; logLikelihood: number }
-  | { name: typeof FALLBACK_SPEND_MODEL; params: MeanSpendParams; logLikelihood: null; reason: string };
+  | { name: 'gamma_gamma'; params: GammaGammaParams; logLikelihood: number; standardErrors: GammaGammaParams }
+  | {
+      name: typeof FALLBACK_SPEND_MODEL;
+      params: MeanSpendParams;
+      logLikelihood: null;
+      standardErrors: null;
+      reason: string;
+      rejected?: RejectedFit<GammaGammaParams>;
+    };
 
 export interface WorkspaceModels {
   /**
    * What the product shows as model.name: the purchase model's name, with "+fallback_mean_spend"
-   * appended when spend fell back. Any name containing "fallback_" is a fallback (contract §8).
+   * appended when spend fell back. Any name containing "fallback_" is a fallback (docs/intelligence.md).
    */
   name: string;
   purchase: PurchaseModelChoice;
@@ -46,7 +68,7 @@ export interface WorkspaceModels {
 }
 
 export interface FitWorkspaceOptions {
-  /** Default mbg_nbd (contract §8). */
+  /** Default mbg_nbd (docs/intelligence.md). */
   model?: PurchaseModelName;
 }
 
@@ -122,39 +144,71 @@ export function* fitWorkspaceModelsSteps(
 }
 
 function* choosePurchaseModel(input: WorkspaceFitData, model: PurchaseModelName): Steps<PurchaseModelChoice> {
-  const fallback = (reason: string): PurchaseModelChoice => ({
+  const fallback = (reason: string, rejected?: RejectedFit<PurchaseParams>): PurchaseModelChoice => ({
     name: FALLBACK_PURCHASE_MODEL,
     params: input.empiricalRate,
     logLikelihood: null,
+    standardErrors: null,
     reason,
+    ...(rejected && { rejected }),
   });
   const data = input.purchase;
   const tooLittle = explainTooLittleData(data.customers, data.repeatBuyers);
   if (tooLittle) return fallback(tooLittle);
   const fit = yield* fitPurchaseModelSteps(model, data);
   if (!fit.converged) return fallback(`${model} fit did not converge`);
+  const rejected = {
+    model,
+    params: fit.params,
+    standardErrors: fit.standardErrors,
+    logLikelihood: fit.logLikelihood,
+  };
+  if (fit.degenerate || !fit.standardErrors)
+    return fallback(fit.degenerate ?? `${model} fit is degenerate`, rejected);
   try {
     // A fit at the edge of the parameter space can make predictions unstable: probe the horizon once.
     const probe = selectPurchaseModel(model).expectedPurchasesNew(fit.params, DEFAULT_HORIZON_DAYS / 7);
-    if (!Number.isFinite(probe) || probe < 0) return fallback(`${model} predictions are not finite`);
+    if (!Number.isFinite(probe) || probe < 0)
+      return fallback(`${model} predictions are not finite`, rejected);
   } catch {
-    return fallback(`${model} predictions did not converge`);
+    return fallback(`${model} predictions did not converge`, rejected);
   }
-  return { name: model, params: fit.params, logLikelihood: fit.logLikelihood };
+  return {
+    name: model,
+    params: fit.params,
+    logLikelihood: fit.logLikelihood,
+    standardErrors: fit.standardErrors,
+  };
 }
 
 function* chooseSpendModel(input: WorkspaceFitData): Steps<SpendModelChoice> {
-  const fallback = (reason: string): SpendModelChoice => ({
+  const fallback = (reason: string, rejected?: RejectedFit<GammaGammaParams>): SpendModelChoice => ({
     name: FALLBACK_SPEND_MODEL,
     params: input.meanSpend,
     logLikelihood: null,
+    standardErrors: null,
     reason,
+    ...(rejected && { rejected }),
   });
   const fit = yield* fitGammaGammaSteps(input.spend);
   if (fit.customers < MIN_REPEAT_BUYERS_FOR_FIT) {
     return fallback(`fewer than ${MIN_REPEAT_BUYERS_FOR_FIT} repeat buyers with spend (${fit.customers})`);
   }
   if (!fit.converged) return fallback('gamma_gamma fit did not converge');
-  if (!(fit.params.q > 1)) return fallback('gamma_gamma q ≤ 1: population mean spend undefined');
-  return { name: 'gamma_gamma', params: fit.params, logLikelihood: fit.logLikelihood };
+  const rejected = {
+    model: 'gamma_gamma',
+    params: fit.params,
+    standardErrors: fit.standardErrors,
+    logLikelihood: fit.logLikelihood,
+  };
+  if (!(fit.params.q > 1)) return fallback('gamma_gamma q ≤ 1: population mean spend undefined', rejected);
+  if (fit.degenerate || !fit.standardErrors) {
+    return fallback(fit.degenerate ?? 'gamma_gamma fit is degenerate', rejected);
+  }
+  return {
+    name: 'gamma_gamma',
+    params: fit.params,
+    logLikelihood: fit.logLikelihood,
+    standardErrors: fit.standardErrors,
+  };
 }

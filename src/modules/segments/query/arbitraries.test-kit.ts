@@ -1,6 +1,15 @@
 import fc from 'fast-check';
-import type { EvalEvent, EvalOrder, EvalProfile } from './evaluate';
-import { completedSpend, DAY, NOW } from './query.test-kit';
+import {
+  at,
+  cents,
+  NUMBERS,
+  orderedScalar,
+  PATHS,
+  PROPERTY_PATHS,
+  STRINGS,
+  scalar,
+  TEXTS,
+} from './profile-arbitraries.test-kit';
 import {
   AGGREGATE_OPERATORS,
   EVENT_TYPE_NAMES,
@@ -11,93 +20,9 @@ import {
   type ProfileFieldName,
 } from './types';
 
-/**
- * Random profiles and random queries drawn from small pools, so that conditions often hit and
- * often miss. The pools hold the known traps: code point vs UTF-16 order ('😀' vs '\uFF5E'), case,
- * JSON null, numbers and strings that look alike ('10' vs 10), nested arrays, empty strings.
- */
-const STRINGS = ['pro', 'Pro', 'free', '', 'ann', 'an', '10', '😀', '\uFF5E', 'shoes', 'a.b'];
-const NUMBERS = [0, 1, 2.5, 10, -3, 100, 0.1, 1e6];
-const scalar = fc.oneof(fc.constantFrom(...STRINGS), fc.constantFrom(...NUMBERS), fc.boolean());
-const orderedScalar = fc.oneof(fc.constantFrom(...STRINGS), fc.constantFrom(...NUMBERS));
-const KEYS = ['plan', 'tier', 'tags', 'age', 'name', 'a', 'b', '0'];
-
-const json: fc.Arbitrary<unknown> = fc.letrec<{ v: unknown }>((tie) => ({
-  v: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    scalar,
-    fc.constant(null),
-    fc.array(tie('v'), { maxLength: 3 }),
-    fc.dictionary(fc.constantFrom(...KEYS), tie('v'), { maxKeys: 3 }),
-  ),
-})).v;
-// Mostly the shapes the PATHS below ask about, plus some arbitrary JSON on top.
-const object = fc
-  .tuple(
-    fc.record(
-      {
-        plan: fc.oneof(scalar, fc.record({ tier: scalar })),
-        tags: fc.array(fc.oneof(scalar, fc.array(scalar, { maxLength: 2 })), { maxLength: 3 }),
-        age: fc.constantFrom(...NUMBERS),
-        name: fc.constantFrom(...STRINGS),
-        a: fc.oneof(fc.record({ b: scalar }), fc.array(scalar, { maxLength: 2 })),
-      },
-      { requiredKeys: [] },
-    ),
-    fc.dictionary(fc.constantFrom(...KEYS), json, { maxKeys: 2 }),
-  )
-  .map(([known, extra]) => ({ ...extra, ...known }));
-const PATHS = ['plan', 'plan.tier', 'tags', 'tags.0', 'tags.1', 'age', 'name', 'a.b', 'a.0', '0', 'missing'];
-
-const at = (maxDays: number) =>
-  fc.integer({ min: 0, max: maxDays * DAY }).map((ms) => new Date(NOW.getTime() - ms));
-const cents = (max: number) => fc.integer({ min: 0, max }).map((c) => c / 100);
-const orNull = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
-
-const event: fc.Arbitrary<EvalEvent> = fc.record({
-  type: fc.constantFrom(...EVENT_TYPE_NAMES),
-  name: fc.constantFrom('Product Viewed', 'Signed Up', 'Checkout'),
-  payload: object,
-  occurred_at: at(60),
-});
-
-const item = fc.record({
-  product_id: orNull(fc.constantFrom('p1', 'p2', 'p3')),
-  category: orNull(fc.constantFrom('shoes', 'hats')),
-  name: fc.constant('thing'),
-  price: cents(1000),
-  quantity: fc.integer({ min: 1, max: 3 }),
-});
-
-const order: fc.Arbitrary<EvalOrder> = fc.record({
-  status: fc.constantFrom(...ORDER_STATUS_NAMES),
-  total: cents(20_000),
-  currency: fc.constantFrom('EUR', 'USD'),
-  items: fc.array(item, { maxLength: 3 }),
-  occurred_at: at(60),
-});
-
-const TEXTS = ['ann@example.com', 'Ann@example.com', 'bob@example.org', 'Émile', 'ann', '😀x', '\uFF5E', ''];
-
-export const profile: fc.Arbitrary<EvalProfile> = fc
-  .record({
-    id: fc.uuid({ version: 4 }),
-    email: orNull(fc.constantFrom(...TEXTS)),
-    first_name: orNull(fc.constantFrom(...TEXTS)),
-    last_name: orNull(fc.constantFrom(...TEXTS)),
-    rfm_segment: orNull(fc.constantFrom('champions', 'at_risk', 'lost')),
-    predicted_clv: orNull(cents(50_000)),
-    churn_risk_score: orNull(fc.constantFrom(0, 0.1, 0.25, 0.5, 0.9, 1)),
-    created_at: at(100),
-    updated_at: at(100),
-    attributes: object,
-    events: fc.array(event, { maxLength: 5 }),
-    orders: fc.array(order, { maxLength: 3 }),
-  })
-  // As in the product: total_spend is the completed orders' sum (commerce keeps it so).
-  .map((p) => ({ ...p, total_spend: completedSpend(p.orders) }));
-
-export const profiles = fc.uniqueArray(profile, { minLength: 3, maxLength: 8, selector: (p) => p.id });
+// Random queries over the profiles' pools (profile-arbitraries.test-kit.ts), so that their
+// conditions often hit and often miss.
+export { profile, profiles } from './profile-arbitraries.test-kit';
 
 const sortedPair = <T>(a: fc.Arbitrary<T>, cmp: (x: T, y: T) => number) =>
   fc.tuple(a, a).map(([x, y]) => (cmp(x, y) <= 0 ? [x, y] : [y, x]));
@@ -156,7 +81,9 @@ const field = fc
   .constantFrom(...(Object.keys(PROFILE_FIELD_KINDS) as ProfileFieldName[]))
   .chain((f) => test(PROFILE_FIELD_KINDS[f]).map((t) => ({ field: f, ...t })));
 const attribute = fc.tuple(fc.constantFrom(...PATHS), test('json')).map(([a, t]) => ({ attribute: a, ...t }));
-const property = fc.tuple(fc.constantFrom(...PATHS), test('json')).map(([p, t]) => ({ property: p, ...t }));
+const property = fc
+  .tuple(fc.constantFrom(...PROPERTY_PATHS), test('json'))
+  .map(([p, t]) => ({ property: p, ...t }));
 
 const aggregate = (value: fc.Arbitrary<number>) =>
   fc.oneof(
@@ -194,6 +121,25 @@ const eventCond = fc.record(
   },
   { requiredKeys: ['event'] },
 );
+
+/**
+ * Event conditions that always test properties (1–3 `where` tests, any operator and path): the
+ * typed property rows of migration 0029 against the evaluator, more often than random trees do.
+ */
+export const propertyQuery: fc.Arbitrary<unknown> = fc
+  .tuple(
+    fc.record(
+      {
+        type: fc.constantFrom(...EVENT_TYPE_NAMES),
+        name: fc.constantFrom('Product Viewed', 'Signed Up'),
+      },
+      { requiredKeys: [] },
+    ),
+    window,
+    fc.array(property, { minLength: 1, maxLength: 3 }),
+    fc.option(aggregate(fc.integer({ min: 0, max: 3 })), { nil: undefined }),
+  )
+  .map(([f, w, where, count]) => ({ event: { ...f, ...w, where }, ...(count ? { count } : {}) }));
 
 const orderCond = fc
   .tuple(

@@ -79,14 +79,44 @@ describe('compileSegment', () => {
       }),
     ).toEqual({
       sql:
-        '((SELECT count(*) FROM event_profiles e ' +
-        'CROSS JOIN LATERAL (SELECT x.payload FROM events x WHERE x.seq = e.seq OFFSET 0) ev ' +
-        'WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id ' +
-        'AND e.event_type = $2::text AND e.event_name = $3::text AND e.occurred_at >= $4::timestamptz ' +
-        "AND CASE WHEN jsonb_typeof((ev.payload #> $5::text[])) = 'number' " +
-        'THEN (ev.payload #> $5::text[])::numeric > $6::numeric ELSE false END) >= $7::int8)',
-      params: ['track', 'Product Viewed', '2026-01-01T00:00:00.000Z', ['price'], '10', '3'],
+        // The profile's rows of the tested path (migration 0029: event_properties_profile_idx),
+        // never the events' payloads but for an event too big for the table (its marker, kind x).
+        '((SELECT count(*) FROM event_properties w0 ' +
+        'WHERE w0.workspace_id = p.workspace_id AND w0.profile_id = p.id ' +
+        'AND w0.event_name = $2::text AND w0.path = ANY($3::text[]) AND w0.occurred_at >= $4::timestamptz ' +
+        "AND w0.event_type = $5::text AND ((w0.kind <> 'x' AND (w0.num > $6::numeric)) " +
+        "OR (w0.kind = 'x' AND CASE WHEN jsonb_typeof(event_payload_at(w0.seq, $7::text[])) = 'number' " +
+        'THEN event_payload_at(w0.seq, $7::text[])::numeric > $8::numeric ELSE false END))) >= $9::int8)',
+      params: [
+        'Product Viewed',
+        ['price', ''],
+        '2026-01-01T00:00:00.000Z',
+        'track',
+        '10',
+        ['price'],
+        '10',
+        '3',
+      ],
     });
+  });
+
+  it('writes a count with a property test as one grouped pass over that property’s rows with the set strategy', () => {
+    const { sql, params } = compileSegment(
+      q({
+        event: {
+          name: 'Added to Cart',
+          within_days: 30,
+          where: [{ property: 'price', op: 'gt', value: 10 }],
+        },
+        count: { op: 'gte', value: 2 },
+      }),
+      { now: NOW, segments: new Map(), firstParam: 2, strategy: 'set' },
+    );
+    expect(sql).toMatch(
+      /^EXISTS \(SELECT 1 FROM \(SELECT w0\.workspace_id, w0\.profile_id FROM event_properties w0 WHERE w0\.event_name = \$2::text AND w0\.path = ANY\(\$3::text\[\]\) AND w0\.occurred_at >= \$4::timestamptz /,
+    );
+    expect(sql).toContain('GROUP BY 1, 2 HAVING count(*) >= $8::int8');
+    expect(params.slice(0, 2)).toEqual(['Added to Cart', ['price', '']]);
   });
 
   it('writes a count test as one grouped pass over the window with the set strategy', () => {

@@ -1,6 +1,6 @@
-import { eventsBySeq } from '../../ingest';
 import { COMPARISON, fieldSql, jsonSql, type Param } from './operator-sql';
 import { parseIsoTime, splitPath } from './parse-values';
+import { manyRowsPerEvent, needsRow, pathsParam, probeSql, rowSql } from './property-sql';
 import { expandSegments } from './references';
 import type { AggregateTest, EventCondition, OrderCondition, SegmentQuery, Window } from './types';
 
@@ -75,28 +75,61 @@ function compileNode(q: SegmentQuery, e: Emit): string {
 
 function eventSql(c: EventCondition, { p, now, set }: Emit): string {
   const f = c.event;
+  const pass = propertyPass(f, p, now);
+  if (pass !== undefined) {
+    // One form's rows serve both: per profile through event_properties_profile_idx, or as one
+    // grouped pass through event_properties_name_path_idx. "At least once" and "never" take the
+    // grouped pass too: probing each window event from the profiles' side (a semi-join) is what
+    // the pass avoids.
+    const rows = {
+      table: 'event_properties',
+      alias: 'w0',
+      where: pass.where,
+      aggregate: pass.aggregate,
+    } as const;
+    if (!set) return aggregateSql({ ...rows, test: c.count, p, set });
+    return aggregateSql({ ...rows, test: c.count ?? { op: 'gte', value: 1 }, p, set, grouped: pass });
+  }
   const where: string[] = [];
   if (f.type !== undefined) where.push(`e.event_type = ${p(f.type)}::text`);
   if (f.name !== undefined) where.push(`e.event_name = ${p(f.name)}::text`);
   where.push(...windowSql('e.occurred_at', f, p, now));
-  const filters = f.where ?? [];
-  for (const w of filters) {
-    where.push(jsonSql(`(ev.payload #> ${p(splitPath(w.property))}::text[])`, w.op, w.value, p));
-  }
-  // The rows come from event_profiles (migration 0026), which has every column a condition tests
-  // but the payload: that stays in the log alone. A payload filter reads it by seq, one primary-key
-  // probe for each row the other filters let through (eventsBySeq), never a hash of the whole log.
-  const join = filters.length > 0 ? ` ${eventsBySeq('e.seq', 'ev', 'x.payload')}` : '';
+  // Without a name, or with only not_exists tests: the rows come from event_profiles (migration
+  // 0026) and each payload test probes the event's typed property rows (migration 0029,
+  // property-sql.ts), never the payload itself.
+  for (const w of f.where ?? []) where.push(probeSql(w, 'e', p));
   return aggregateSql({
     table: 'event_profiles',
     alias: 'e',
-    join,
     where,
     aggregate: 'count(*)',
     test: c.count,
     p,
     set,
   });
+}
+
+/**
+ * The rows of an event count with a `where`, read from one tested path's rows of the named event
+ * in the window instead of every event of the name: the first test that needs a row drives (its
+ * rows are index-only in both indexes of event_properties), the other tests probe the same event's
+ * rows. Without a name, or with only not_exists tests: undefined (event_profiles drives).
+ */
+function propertyPass(f: EventCondition['event'], p: Param, now: Date): Grouped | undefined {
+  const filters = f.where ?? [];
+  const driver = filters.find(needsRow);
+  if (f.name === undefined || driver === undefined) return undefined;
+  const where = [
+    `w0.event_name = ${p(f.name)}::text`,
+    `w0.path = ANY(${pathsParam(driver, p)})`,
+    ...windowSql('w0.occurred_at', f, p, now),
+  ];
+  if (f.type !== undefined) where.push(`w0.event_type = ${p(f.type)}::text`);
+  where.push(rowSql(driver, 'w0', p));
+  for (const w of filters) if (w !== driver) where.push(probeSql(w, 'w0', p));
+  // Elements of one array are rows of one event: count the event once.
+  const aggregate = manyRowsPerEvent(driver) ? 'count(DISTINCT w0.seq)' : 'count(*)';
+  return { from: 'event_properties w0', alias: 'w0', where, aggregate };
 }
 
 function orderSql(c: OrderCondition, { p, now }: Emit): string {
@@ -113,7 +146,7 @@ function orderSql(c: OrderCondition, { p, now }: Emit): string {
     const item = { product_id: f.product_id, category: f.category };
     where.push(`o.items @> ${p(JSON.stringify([item]))}::jsonb`);
   }
-  const rows = { table: 'orders', alias: 'o', join: '', where, p, set: false } as const;
+  const rows = { table: 'orders', alias: 'o', where, p, set: false } as const;
   if (c.sum !== undefined)
     return aggregateSql({ ...rows, aggregate: 'COALESCE(sum(o.total), 0)', test: c.sum });
   return aggregateSql({ ...rows, aggregate: 'count(*)', test: c.count });
@@ -175,16 +208,26 @@ function windowSql(col: string, w: Window, p: Param, now: Date): string[] {
 }
 
 interface Aggregate {
-  table: 'event_profiles' | 'orders';
-  alias: 'e' | 'o';
-  /** Joined after the table (with its leading space), for columns the row filters need from elsewhere. */
-  join: string;
+  table: 'event_profiles' | 'event_properties' | 'orders';
+  alias: 'e' | 'w0' | 'o';
   /** The row filters, without the correlation to the profile. */
   where: string[];
-  aggregate: 'count(*)' | 'COALESCE(sum(o.total), 0)';
+  aggregate: RowAggregate;
   test: AggregateTest | undefined;
   p: Param;
   set: boolean;
+  /** The set form's rows when they come from elsewhere than `table` (property-sql.ts). */
+  grouped?: Grouped | undefined;
+}
+
+type RowAggregate = 'count(*)' | 'count(DISTINCT w0.seq)' | 'COALESCE(sum(o.total), 0)';
+
+/** The rows of a grouped pass: FROM item, its alias (with workspace_id and profile_id), filters. */
+interface Grouped {
+  from: string;
+  alias: string;
+  where: string[];
+  aggregate: RowAggregate;
 }
 
 /**
@@ -192,33 +235,41 @@ interface Aggregate {
  * stop at the first row, and which the planner already turns into a semi- or anti-join when that
  * is cheaper: they need no `set` form.
  */
-function aggregateSql({ table, alias: a, join, where, aggregate, test, p, set }: Aggregate): string {
+function aggregateSql({ table, alias: a, where, aggregate, test, p, set, grouped }: Aggregate): string {
   const correlated = [`${a}.workspace_id = p.workspace_id`, `${a}.profile_id = p.id`, ...where];
-  const body = `FROM ${table} ${a}${join} WHERE ${correlated.join(' AND ')}`;
-  if (aggregate === 'count(*)') {
-    const { op, value } = test ?? { op: 'gte', value: 1 };
-    if ((op === 'gte' && value === 1) || (op === 'gt' && value === 0) || (op === 'neq' && value === 0)) {
-      return `EXISTS (SELECT 1 ${body})`;
-    }
-    if ((op === 'eq' && value === 0) || (op === 'lt' && value === 1) || (op === 'lte' && value === 0)) {
-      return `(NOT EXISTS (SELECT 1 ${body}))`;
-    }
+  const body = `FROM ${table} ${a} WHERE ${correlated.join(' AND ')}`;
+  const counts = aggregate !== 'COALESCE(sum(o.total), 0)';
+  if (counts && grouped === undefined) {
+    const form = existsForm(test);
+    if (form === 'exists') return `EXISTS (SELECT 1 ${body})`;
+    if (form === 'not_exists') return `(NOT EXISTS (SELECT 1 ${body}))`;
   }
   const t = test!;
-  const holds = testSql(t, aggregate === 'count(*)' ? 'int8' : 'numeric', p);
+  const holds = testSql(t, counts ? 'int8' : 'numeric', p);
   if (!set) return `(${holds(`(SELECT ${aggregate} ${body})`)})`;
   // One grouped pass: the profiles whose rows pass the test. A profile with no rows has no group,
   // so when an empty history passes the test (count < 3, sum ≤ 100), the grouped pass lists the
   // profiles that fail it instead, and the condition is its negation.
   const zeroPasses = passes(t, 0);
-  const having = zeroPasses ? `NOT (${holds(aggregate)})` : holds(aggregate);
   // Every row of event_profiles has a profile, so the window is read from
-  // event_profiles_name_time_idx alone (it carries event_type and profile_id; migration 0026), and
-  // the log only for a payload filter.
-  const filter = where.length > 0 ? `WHERE ${where.join(' AND ')} ` : '';
-  const groups = `SELECT ${a}.workspace_id, ${a}.profile_id FROM ${table} ${a}${join} ${filter}GROUP BY 1, 2 HAVING ${having}`;
+  // event_profiles_name_time_idx alone (it carries event_type and profile_id; migration 0026);
+  // a `where` reads event_properties_name_path_idx alone (migration 0029).
+  const g = grouped ?? { from: `${table} ${a}`, alias: a, where, aggregate };
+  const having = zeroPasses ? `NOT (${holds(g.aggregate)})` : holds(g.aggregate);
+  const filter = g.where.length > 0 ? `WHERE ${g.where.join(' AND ')} ` : '';
+  const groups = `SELECT ${g.alias}.workspace_id, ${g.alias}.profile_id FROM ${g.from} ${filter}GROUP BY 1, 2 HAVING ${having}`;
   const member = `EXISTS (SELECT 1 FROM (${groups}) g WHERE g.workspace_id = p.workspace_id AND g.profile_id = p.id)`;
   return zeroPasses ? `(NOT ${member})` : member;
+}
+
+/** A count test that is "at least one" or "none", written as EXISTS / NOT EXISTS. */
+function existsForm(test: AggregateTest | undefined): 'exists' | 'not_exists' | null {
+  const { op, value } = test ?? { op: 'gte', value: 1 };
+  if ((op === 'gte' && value === 1) || (op === 'gt' && value === 0) || (op === 'neq' && value === 0))
+    return 'exists';
+  if ((op === 'eq' && value === 0) || (op === 'lt' && value === 1) || (op === 'lte' && value === 0))
+    return 'not_exists';
+  return null;
 }
 
 /**

@@ -67,4 +67,29 @@ describe('the compiled SQL and the evaluator', () => {
     },
     60_000 + RUNS * 100,
   );
+
+  it(
+    'select the same profiles for event conditions with property tests (every operator, nested paths, long strings, oversized payloads)',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(arb.profiles, arb.propertyQuery, async (profiles, q) => {
+          const segments = new Map<string, SegmentQuery>();
+          const query = parsed(q);
+          await clearWorkspace(t.db, ws);
+          await clearWorkspace(t.db, decoy);
+          await loadProfiles(t.db, ws, profiles, decoy);
+          const expected = profiles
+            .filter((p) => evaluateSegment(query, p, { now: NOW, segments }))
+            .map((p) => p.id)
+            .sort();
+          expect(await selectMatching(t.db, ws, query, { now: NOW, segments })).toEqual(expected);
+          expect(await selectMatching(t.db, ws, query, { now: NOW, segments, strategy: 'set' })).toEqual(
+            expected,
+          );
+        }),
+        { numRuns: RUNS * 2 },
+      );
+    },
+    60_000 + RUNS * 200,
+  );
 });

@@ -19,6 +19,7 @@ export async function createWorkspaceRow(db: Queryable): Promise<string> {
 }
 
 export async function clearWorkspace(db: Queryable, ws: string): Promise<void> {
+  await db.query('DELETE FROM event_properties WHERE workspace_id = $1', [ws]);
   await db.query('DELETE FROM event_profiles WHERE workspace_id = $1', [ws]);
   await db.query('DELETE FROM events WHERE workspace_id = $1', [ws]);
   await db.query('DELETE FROM orders WHERE workspace_id = $1', [ws]);
@@ -81,16 +82,22 @@ export async function loadProfiles(
       })),
     ),
   );
-  // The log holds the event; event_profiles records the profile it was applied to (migration 0026).
+  // The log holds the event; event_profiles records the profile it was applied to (migration 0026),
+  // event_properties its typed properties (migration 0029), from the function processing uses.
   await db.query(
     `WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, workspace_id uuid, event_type text,
                   event_name text, payload jsonb, occurred_at timestamptz, profile_id uuid)),
           ins AS (INSERT INTO events (id, workspace_id, event_type, event_name, payload, occurred_at)
                   SELECT id, workspace_id, event_type, event_name, payload, occurred_at FROM x
-                  RETURNING seq, id, workspace_id, occurred_at, event_type, event_name)
-     INSERT INTO event_profiles (seq, workspace_id, profile_id, occurred_at, event_type, event_name)
-     SELECT ins.seq, ins.workspace_id, x.profile_id, ins.occurred_at, ins.event_type, ins.event_name
-       FROM ins JOIN x ON x.id = ins.id`,
+                  RETURNING seq, id, workspace_id, occurred_at, event_type, event_name, payload),
+          applied AS (INSERT INTO event_profiles (seq, workspace_id, profile_id, occurred_at, event_type, event_name)
+                      SELECT ins.seq, ins.workspace_id, x.profile_id, ins.occurred_at, ins.event_type, ins.event_name
+                        FROM ins JOIN x ON x.id = ins.id)
+     INSERT INTO event_properties (workspace_id, seq, profile_id, event_name, event_type, occurred_at, path, kind,
+                                   num, str, bool)
+     SELECT ins.workspace_id, ins.seq, x.profile_id, ins.event_name, ins.event_type, ins.occurred_at, r.path, r.kind,
+            r.num, r.str, r.bool
+       FROM ins JOIN x ON x.id = ins.id CROSS JOIN LATERAL event_property_rows(ins.payload) r`,
     [JSON.stringify(events)],
   );
   const orders = spaces.flatMap((w) =>
@@ -137,7 +144,7 @@ export function completedSpend(orders: readonly EvalOrder[]): number {
   return Number(cents) / 100;
 }
 
-/** The ids the compiled query selects in `ws`, sorted, wrapped exactly as the contract says. */
+/** The ids the compiled query selects in `ws`, sorted, wrapped exactly as docs/segments.md says. */
 export async function selectMatching(
   db: Queryable,
   ws: string,

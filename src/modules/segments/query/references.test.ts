@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ORDER_STATUSES } from '../../commerce';
-import { EVENT_TYPES } from '../../ingest';
+import { EVENT_TYPES, ORDER_STATUSES } from '../../ingest';
 import { parseSegmentQuery } from './parse';
 import { expandSegments, findSegmentCycle, isSegmentExpandError, segmentReferences } from './references';
 import { EVENT_TYPE_NAMES, ORDER_STATUS_NAMES, SEGMENT_LIMITS, type SegmentQuery } from './types';

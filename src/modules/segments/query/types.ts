@@ -1,5 +1,5 @@
 /**
- * The segment query language (contract §7, docs/segments.md): a JSON tree of `and` / `or` / `not`
+ * The segment query language (docs/segments.md): a JSON tree of `and` / `or` / `not`
  * over conditions. These types describe a tree that parseSegmentQuery has accepted; the compiler and
  * the evaluator rely on every invariant the parser checks (value types per operator, limits).
  */

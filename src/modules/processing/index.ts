@@ -1,0 +1,3 @@
+/** The processing module's public API: what other modules may call. */
+export { countBacklog } from './processing.repo';
+export { backlogOf, COUNT_CAP, countDeadLetters } from './stats.repo';

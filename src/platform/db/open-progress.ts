@@ -1,0 +1,17 @@
+/**
+ * What opening storage reports while it works, so that a long first start or a crash recovery is
+ * never silent: the composition root logs these and says them on /ready while the service starts.
+ */
+export type OpenEvent =
+  /** First start of an embedded database: its cluster is being created (initdb). */
+  | { step: 'creating'; dataDir: string }
+  | { step: 'created'; ms: number }
+  /** The embedded database was not stopped cleanly: its open replays this much WAL (at most). */
+  | { step: 'recovering'; walBytes: number }
+  /** Every second while it replays; `replayedBytes` is null where it cannot be told. */
+  | { step: 'replaying'; replayedBytes: number | null; walBytes: number; elapsedMs: number }
+  | { step: 'recovered'; ms: number }
+  /** Storage answers (after any creation or recovery). */
+  | { step: 'opened'; engine: 'pglite' | 'postgres'; ms: number };
+
+export type OnOpenEvent = (event: OpenEvent) => void;

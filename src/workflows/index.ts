@@ -1,0 +1,26 @@
+/**
+ * Workflows: what spans modules, written once and called by every entry point. They sit above the
+ * modules (they import the modules' public APIs; no module imports them) and below the entry points
+ * (the routes registered here, the event pipeline in modules/processing, the job runner).
+ *
+ *   merge           commitUnits: a unit of profile and graph changes with every effect of its merges;
+ *                   mergeProfiles (POST /identity/merge)
+ *   profile-write   upsertProfile (POST /tenant/profiles)
+ *   erasure         eraseProfile (DELETE /tenant/profiles/{id})
+ *   identity-graph  getGraph (GET /identity/graph/{id})
+ *   repair          one-off repairs of data older versions left wrong, run as jobs
+ */
+export { type ErasureView, eraseProfile } from './erasure';
+export { registerIdentityRoutes } from './identity.routes';
+export { type GraphView, getGraph } from './identity-graph';
+export {
+  applyMergeEffects,
+  commitUnits,
+  type MergeResult,
+  type Moves,
+  mergeProfiles,
+  staleLink,
+} from './merge';
+export { type UpsertProfileInput, upsertProfile } from './profile-write';
+export { registerProfileWriteRoutes } from './profiles.routes';
+export { REPAIR_QUEUE, type RepairReport, registerRepairJobs, repairStrandedOrders } from './repair';
