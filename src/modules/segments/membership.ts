@@ -3,7 +3,8 @@ import type { Db, Queryable } from '../../platform/db';
 import { createSliceSizer, type SliceSizer } from '../../platform/slices';
 import { type OutboxType, writeOutboxMany } from '../outbox';
 import { getProfileSummaries } from '../profiles';
-import { evaluableQueries } from './definitions';
+import type { Definition } from './definitions';
+import { workspaceDefinitions } from './definitions.cache';
 import {
   type EvalContext,
   type Scope,
@@ -120,15 +121,15 @@ async function timed<T extends { sized: number }>(
 }
 
 interface Loaded {
-  defs: repo.DefinitionRow[];
+  /** The segments that can be evaluated. */
+  defs: readonly Definition[];
   ctx: EvalContext;
-  broken: string[];
+  broken: readonly string[];
 }
 
 async function load(tx: Queryable, workspaceId: string, opts: RefreshOptions): Promise<Loaded> {
   await repo.lockWorkspaceSegments(tx, workspaceId);
-  const defs = await repo.listDefinitions(tx, workspaceId);
-  const { segments, usable, broken } = evaluableQueries(defs);
+  const { defs, segments, usable, broken } = await workspaceDefinitions(tx, workspaceId);
   if (broken.length > 0) {
     opts.log.error(
       { workspace_id: workspaceId, segments: broken },
@@ -181,11 +182,12 @@ async function refreshSlice(
   const { defs, ctx, broken } = await load(tx, workspaceId, opts);
   // A segment that cannot be evaluated would keep its evaluation pending (and "computing") forever.
   await repo.abandonFull(tx, broken);
-  const pending = defs.filter((x) => x.full_after_seq !== null);
+  const evaluable = new Set(defs.map((d) => d.id));
+  const pending = (await repo.pendingFull(tx, workspaceId)).filter((x) => evaluable.has(x.id));
   if (pending.length === 0) return { worked: false, changes: 0, sized: 0 };
   // The segments furthest behind, together: those restarted at once (a save of several, the
   // time-window schedule) then walk the profiles together, one read of each slice for all.
-  const after = Math.min(...pending.map((x) => x.full_after_seq!));
+  const after = Math.min(...pending.map((x) => x.full_after_seq));
   const group = pending.filter((x) => x.full_after_seq === after).slice(0, SEGMENTS_PER_STATEMENT);
   const upTo = await sliceEnd(tx, workspaceId, after, size);
   const scope: Scope = { after, upTo };

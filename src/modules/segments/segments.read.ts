@@ -5,7 +5,7 @@ import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { createSliceSizer, slicerFor } from '../../platform/slices';
 import { findLiveProfileId, getLiveProfiles, type ProfileView } from '../profiles';
-import { parsedQueries } from './definitions';
+import { workspaceDefinitions } from './definitions.cache';
 import { BudgetSpent, countMatching, type Match, selectMatching, sliceEnd } from './evaluate';
 import * as members from './membership.repo';
 import type { SegmentQuery } from './query';
@@ -145,7 +145,7 @@ export async function calculate(
     { limit: body.limit, cursor: body.cursor, query: digest },
   );
   const after = afterSeq(page) ?? 0;
-  const { segments } = parsedQueries(await repo.listDefinitions(db, workspaceId));
+  const { segments } = await workspaceDefinitions(db, workspaceId);
   compileOrRefuse(query, segments);
   const ctx = { now: opts.now ?? new Date(), segments };
   const budgetMs = opts.budgetMs ?? CALCULATE_BUDGET_MS;

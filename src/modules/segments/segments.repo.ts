@@ -144,6 +144,31 @@ export async function listDefinitions(q: Queryable, workspaceId: string): Promis
   return rows;
 }
 
+/**
+ * The version of the workspace's definitions: a new value of a sequence, set by a trigger whenever a
+ * segment's query, references or time flag is written (migration 0034); "0" before the first.
+ */
+export async function definitionsVersion(q: Queryable, workspaceId: string): Promise<string> {
+  const { rows } = await q.query<{ version: string }>(
+    'SELECT version::text AS version FROM segment_definition_versions WHERE workspace_id = $1',
+    [workspaceId],
+  );
+  return rows[0]?.version ?? '0';
+}
+
+/** Where each segment of the workspace whose full evaluation is under way has got to. */
+export async function pendingFull(
+  q: Queryable,
+  workspaceId: string,
+): Promise<Array<{ id: string; full_after_seq: number }>> {
+  const { rows } = await q.query<{ id: string; full_after_seq: number }>(
+    `SELECT id, full_after_seq FROM segments
+      WHERE workspace_id = $1 AND full_after_seq IS NOT NULL ORDER BY seq`,
+    [workspaceId],
+  );
+  return rows;
+}
+
 /** The names of these segments (for the facts of their entries and exits). */
 export async function segmentNames(q: Queryable, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();

@@ -2,7 +2,8 @@ import type { Db, Queryable } from '../../platform/db';
 import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { newSortableId } from '../../platform/ids';
-import { dependentsOf, hasRelativeWindow, parsedQueries } from './definitions';
+import { dependentsOf, hasRelativeWindow } from './definitions';
+import { workspaceDefinitions } from './definitions.cache';
 import {
   compileSegment,
   findSegmentCycle,
@@ -86,7 +87,7 @@ async function checkQuery(
 ): Promise<CheckedQuery> {
   const query = parseOrRefuse(input);
   const refs = segmentReferences(query);
-  const defs = await repo.listDefinitions(tx, workspaceId);
+  const { defs, segments: saved } = await workspaceDefinitions(tx, workspaceId);
   const known = new Set(defs.map((d) => d.id));
   const unknown = refs.filter((r) => r !== id && !known.has(r));
   if (unknown.length > 0) throw refused(`refers to unknown segment ${unknown.join(', ')}`);
@@ -94,7 +95,7 @@ async function checkQuery(
   deps.set(id, refs);
   const cycle = findSegmentCycle(id, deps);
   if (cycle) throw refused(`segments would refer to each other in a cycle: ${cycle.join(' → ')}`);
-  const { segments } = parsedQueries(defs);
+  const segments = new Map(saved);
   segments.set(id, query);
   compileOrRefuse(query, segments);
   // The segments that inline this one must still compile with its new query.
@@ -168,7 +169,8 @@ export async function updateSegment(
       query: checked,
     });
     if (checked) {
-      const dependents = dependentsOf(await repo.listDefinitions(tx, workspaceId), [id]);
+      // Read again: this transaction's own write bumped the version, so these are the new ones.
+      const dependents = dependentsOf((await workspaceDefinitions(tx, workspaceId)).defs, [id]);
       await repo.startFull(tx, workspaceId, [id, ...dependents], true);
       await enqueueRefresh(tx, workspaceId);
     }
