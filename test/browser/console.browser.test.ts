@@ -344,6 +344,33 @@ gate.describe('the console in a browser', () => {
     await context.close();
   });
 
+  gate.it('lists an account a group call named, with its member, and shows it on that profile', async () => {
+    const sent = await api('POST', '/v1/group', {
+      userId: 'account-member@example.com',
+      groupId: 'acme-in-the-browser',
+      traits: { name: 'Acme in the browser', plan: 'enterprise' },
+    });
+    expect(sent.status).toBe(200);
+    await waitUntil(
+      async () => (await api('GET', '/tenant/accounts/acme-in-the-browser')).body?.data?.member_count === 1,
+      { what: 'the group call to be processed into a membership', timeoutMs: 30_000 },
+    );
+
+    const { context, page } = await signIn(svc.adminKey);
+    await page.goto('/accounts');
+    await shown(byTestId(page, 'accounts-table'));
+    await page.getByRole('link', { name: 'acme-in-the-browser' }).click();
+    await shown(byTestId(page, 'account-members'));
+    expect(await byTestId(page, 'account-name').textContent()).toBe('Acme in the browser');
+    expect(await byTestId(page, 'account-traits').textContent()).toContain('enterprise');
+    await check(page, 'account');
+    // Its member's profile names the account in turn.
+    await byTestId(page, 'account-members').getByRole('link').first().click();
+    await shown(byTestId(page, 'profile-accounts'));
+    expect(await byTestId(page, 'profile-accounts').textContent()).toContain('Acme in the browser');
+    await context.close();
+  });
+
   /**
    * Every page of the navigation, one test each: a page that does not show names itself, and each
    * page has the whole test budget (on a loaded CI machine twelve pages in one test did not fit).
@@ -361,6 +388,7 @@ gate.describe('the console in a browser', () => {
       ['/events', 'stream-status'],
       ['/profiles', 'profiles-table'],
       ['/segments', 'segments-table'],
+      ['/accounts', 'accounts-table'],
       ['/orders', 'orders-table'],
       ['/products', 'products-table'],
       ['/intelligence', 'fit-now'],

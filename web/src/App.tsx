@@ -4,6 +4,7 @@ import {
   IconActivity,
   IconAlertTriangle,
   IconBrain,
+  IconBuilding,
   IconChartPie,
   IconHome,
   IconKey,
@@ -26,6 +27,8 @@ const Profiles = lazy(() => import('./pages/Profiles'));
 const ProfileDetail = lazy(() => import('./pages/ProfileDetail'));
 const Segments = lazy(() => import('./pages/Segments'));
 const SegmentEditor = lazy(() => import('./pages/SegmentEditor'));
+const Accounts = lazy(() => import('./pages/Accounts'));
+const AccountDetail = lazy(() => import('./pages/AccountDetail'));
 const Orders = lazy(() => import('./pages/Orders'));
 const Products = lazy(() => import('./pages/Products'));
 const Intelligence = lazy(() => import('./pages/Intelligence'));
@@ -48,6 +51,7 @@ const NAV: NavItem[] = [
   { to: '/events', label: 'Live events', testid: 'nav-events', icon: <IconActivity size={18} /> },
   { to: '/profiles', label: 'Profiles', testid: 'nav-profiles', icon: <IconUsers size={18} /> },
   { to: '/segments', label: 'Segments', testid: 'nav-segments', icon: <IconChartPie size={18} /> },
+  { to: '/accounts', label: 'Accounts', testid: 'nav-accounts', icon: <IconBuilding size={18} /> },
   { to: '/orders', label: 'Orders', testid: 'nav-orders', icon: <IconShoppingCart size={18} /> },
   { to: '/products', label: 'Products', testid: 'nav-products', icon: <IconPackage size={18} /> },
   { to: '/intelligence', label: 'Intelligence', testid: 'nav-intelligence', icon: <IconBrain size={18} /> },
@@ -169,6 +173,8 @@ function Shell() {
             <Route path="/segments" element={<Segments />} />
             <Route path="/segments/new" element={<SegmentEditor />} />
             <Route path="/segments/:id" element={<SegmentEditor />} />
+            <Route path="/accounts" element={<Accounts />} />
+            <Route path="/accounts/:id" element={<AccountDetail />} />
             <Route path="/orders" element={<Orders />} />
             <Route path="/products" element={<Products />} />
             <Route path="/intelligence" element={<Intelligence />} />

@@ -1,6 +1,7 @@
 // Shapes of the API's answers that the console reads (see /openapi.json for the full reference),
 // one file per area under ./types.
 
+export * from './types/accounts';
 export * from './types/commerce';
 export * from './types/intelligence';
 export * from './types/profiles';

@@ -50,3 +50,11 @@ export function personName(p: {
 export function shortId(id: string): string {
   return id.length > 12 ? `${id.slice(0, 8)}…` : id;
 }
+
+/** What a list row shows of an account's traits: its name when it has one, else its first keys. */
+export function accountLabel(traits: Record<string, unknown>): string {
+  const name = traits.name;
+  if (typeof name === 'string' && name.trim() !== '') return name;
+  const keys = Object.keys(traits);
+  return keys.length === 0 ? '—' : keys.slice(0, 3).join(', ') + (keys.length > 3 ? '…' : '');
+}

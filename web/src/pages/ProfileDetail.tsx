@@ -19,6 +19,7 @@ import { useSession } from '../api/session';
 import type { Profile } from '../api/types';
 import { Empty, JsonBlock, QueryState } from '../components/states';
 import { fmtMoney, fmtTime, personName } from '../lib/format';
+import { ProfileAccounts } from '../profile/Accounts';
 import { EraseDialog } from '../profile/EraseDialog';
 import { Graph } from '../profile/GraphTab';
 import { Events, Lineage, Orders } from '../profile/History';
@@ -107,6 +108,7 @@ export default function ProfileDetail() {
               <Stack>
                 <Predictions id={p.id} />
                 <Memberships id={p.id} />
+                <ProfileAccounts id={p.id} />
               </Stack>
             </Grid.Col>
           </Grid>
