@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService, type TestWorkspace } from '../../../test/harness';
+import { getSummary } from './intelligence.summary';
 import { day2025, loadOrders } from './intelligence.test-kit';
 import { labelRfmSegment, type RfmScores, type Transaction } from './models';
 
@@ -141,6 +142,27 @@ describe('GET /intelligence/summary', () => {
     const mid = clvs.length / 2;
     const median = clvs.length % 2 ? clvs[Math.floor(mid)]! : (clvs[mid - 1]! + clvs[mid]!) / 2;
     expect(s.clv.median).toBeCloseTo(median, 6);
+  });
+
+  it('answers the same when it reads the workspace in slices, as the embedded database does', async () => {
+    const db = svc.rt.deps.db.lane('analytics');
+    const whole = await getSummary(db, shop.id);
+    for (const sliceSize of [1, 37, 1_000]) {
+      const sliced = await getSummary(db, shop.id, { sliceSize });
+      expect(sliced.clv.total, `slices of ${sliceSize}`).toBeCloseTo(whole.clv.total!, 4);
+      expect({ ...sliced, clv: { ...sliced.clv, total: null } }, `slices of ${sliceSize}`).toEqual({
+        ...whole,
+        clv: { ...whole.clv, total: null },
+      });
+    }
+  });
+
+  it('stops between two slices once its budget has passed: 422 BUDGET_EXCEEDED, naming the limit', async () => {
+    const db = svc.rt.deps.db.lane('analytics');
+    await expect(getSummary(db, shop.id, { budgetMs: 0, sliceSize: 5 })).rejects.toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      message: expect.stringMatching(/summary time budget/),
+    });
   });
 
   it('stores on each profile the R, F and M scores its label was read from', async () => {

@@ -39,12 +39,16 @@ export {
   type ProfileRow,
 } from './profiles.repo';
 export { checkAttributeWrite, lockInto, storeOrderSummary, withRetry } from './profiles.write';
-// The intelligence module's scores, written onto the profile row.
+// The intelligence module's scores, written onto the profile row, and their distributions.
+export { mergeScoreDistributions } from './score-distributions';
 export {
   CLV_BUCKET_EDGES,
   type ProfileScores,
+  readScoreDistributionSlice,
   readScoreDistributions,
   type ScoreDistributionRows,
+  type SeqRange,
+  scoreSliceEnd,
   storeScores,
 } from './scores.repo';
 export { countProfiles } from './stats.repo';

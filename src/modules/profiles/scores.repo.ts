@@ -87,6 +87,75 @@ export async function readScoreDistributions(
   q: Queryable,
   workspaceId: string,
 ): Promise<ScoreDistributionRows> {
+  const out = await readCounts(q, workspaceId, '', []);
+  const { rows: stats } = await q.query<ScoreDistributionRows['stats']>(
+    `SELECT ${STATS},
+            (percentile_cont(0.5) WITHIN GROUP (ORDER BY predicted_clv))::float8 AS clv_median
+       FROM profiles WHERE workspace_id = $1 AND merged_into IS NULL AND rfm_segment IS NOT NULL`,
+    [workspaceId],
+  );
+  out.stats = stats[0]!;
+  return out;
+}
+
+/** Live profiles by `seq`: after < seq ≤ upTo, or to the end when upTo is null. */
+export interface SeqRange {
+  after: number;
+  upTo: number | null;
+}
+
+/**
+ * readScoreDistributions over one range of the workspace's profiles (the embedded database reads a
+ * workspace in slices, so that other statements get the connection between two): the same counts,
+ * no median, and instead the range's CLV values, from which the caller takes the median of all.
+ */
+export async function readScoreDistributionSlice(
+  q: Queryable,
+  workspaceId: string,
+  range: SeqRange,
+): Promise<{ rows: ScoreDistributionRows; clvValues: number[] }> {
+  // The range's two parameters, numbered after the statement's own.
+  const inRange = (n: number) => `AND seq > $${n} AND ($${n + 1}::bigint IS NULL OR seq <= $${n + 1})`;
+  const params = [range.after, range.upTo];
+  const rows = await readCounts(q, workspaceId, inRange(3), params);
+  const { rows: stats } = await q.query<ScoreDistributionRows['stats'] & { clv_values: number[] | null }>(
+    `SELECT ${STATS}, NULL::float8 AS clv_median,
+            array_agg(predicted_clv::float8) FILTER (WHERE predicted_clv IS NOT NULL) AS clv_values
+       FROM profiles
+      WHERE workspace_id = $1 AND merged_into IS NULL AND rfm_segment IS NOT NULL ${inRange(2)}`,
+    [workspaceId, ...params],
+  );
+  const { clv_values, ...rest } = stats[0]!;
+  rows.stats = rest;
+  return { rows, clvValues: clv_values ?? [] };
+}
+
+/** The end of the range of `size` live profiles after `after` (null: fewer are left). */
+export async function scoreSliceEnd(
+  q: Queryable,
+  workspaceId: string,
+  after: number,
+  size: number,
+): Promise<number | null> {
+  const { rows } = await q.query<{ seq: number }>(
+    `SELECT seq FROM profiles WHERE workspace_id = $1 AND merged_into IS NULL AND seq > $2
+      ORDER BY seq OFFSET $3 LIMIT 1`,
+    [workspaceId, after, size - 1],
+  );
+  return rows[0]?.seq ?? null;
+}
+
+const STATS = `count(*)::int AS scored, count(rfm_score)::int AS gridded,
+            min(predicted_clv)::float8 AS clv_min, max(predicted_clv)::float8 AS clv_max,
+            sum(predicted_clv)::float8 AS clv_total`;
+
+/** The four grouping sets' counts; `extra` narrows the profiles (its parameters from $3 on). */
+async function readCounts(
+  q: Queryable,
+  workspaceId: string,
+  extra: string,
+  params: unknown[],
+): Promise<ScoreDistributionRows> {
   const { rows } = await q.query<{
     r: number | null;
     f: number | null;
@@ -104,9 +173,9 @@ export async function readScoreDistributions(
                     least(floor(churn_risk_score * 10)::int, 9) AS churn,
                     width_bucket(predicted_clv, $2::numeric[]) AS clv
                FROM profiles
-              WHERE workspace_id = $1 AND merged_into IS NULL AND rfm_segment IS NOT NULL) p
+              WHERE workspace_id = $1 AND merged_into IS NULL AND rfm_segment IS NOT NULL ${extra}) p
       GROUP BY GROUPING SETS ((r, f), (segment), (churn), (clv))`,
-    [workspaceId, CLV_BUCKET_EDGES],
+    [workspaceId, CLV_BUCKET_EDGES, ...params],
   );
   const out: ScoreDistributionRows = {
     grid: [],
@@ -124,14 +193,5 @@ export async function readScoreDistributions(
       if (row.churn !== null) out.churn.push({ bucket: row.churn, profiles: row.n });
     } else if (row.clv !== null) out.clv.push({ bucket: row.clv, profiles: row.n });
   }
-  const { rows: stats } = await q.query<ScoreDistributionRows['stats']>(
-    `SELECT count(*)::int AS scored, count(rfm_score)::int AS gridded,
-            min(predicted_clv)::float8 AS clv_min, max(predicted_clv)::float8 AS clv_max,
-            (percentile_cont(0.5) WITHIN GROUP (ORDER BY predicted_clv))::float8 AS clv_median,
-            sum(predicted_clv)::float8 AS clv_total
-       FROM profiles WHERE workspace_id = $1 AND merged_into IS NULL AND rfm_segment IS NOT NULL`,
-    [workspaceId],
-  );
-  out.stats = stats[0]!;
   return out;
 }
