@@ -6,11 +6,11 @@ import { iso } from '../../platform/http/envelope';
 import { createSliceSizer } from '../../platform/slices';
 import {
   CLV_BUCKET_EDGES,
+  liveProfileSliceEnd,
   mergeScoreDistributions,
   readScoreDistributionSlice,
   readScoreDistributions,
   type ScoreDistributionRows,
-  scoreSliceEnd,
 } from '../profiles';
 import * as backtests from './backtests.repo';
 import * as repo from './intelligence.repo';
@@ -119,7 +119,7 @@ async function readInSlices(
     if (performance.now() > deadline) throw overBudget(budgetMs);
     const size = fixedSize ?? PGLITE_SUMMARY_SLICES.size(workspaceId);
     const t0 = performance.now();
-    const upTo = await scoreSliceEnd(db, workspaceId, after, size);
+    const upTo = await liveProfileSliceEnd(db, workspaceId, after, size);
     parts.push(await readScoreDistributionSlice(db, workspaceId, { after, upTo }));
     if (upTo === null) break;
     // Only a full slice says how long a slice of this size takes.

@@ -17,6 +17,7 @@ export {
   getProfileSummaries,
   listMergedAway,
   listMergedIds,
+  liveProfileSliceEnd,
 } from './profile-reads.repo';
 export {
   findLiveProfileId,
@@ -48,7 +49,6 @@ export {
   readScoreDistributions,
   type ScoreDistributionRows,
   type SeqRange,
-  scoreSliceEnd,
   storeScores,
 } from './scores.repo';
 export { countProfiles } from './stats.repo';

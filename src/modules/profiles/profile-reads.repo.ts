@@ -146,3 +146,22 @@ export async function getProfileSummaries(
   for (const { asked, ...summary } of rows) out.set(asked, summary);
   return out;
 }
+
+/**
+ * The upper `seq` bound of the slice of a workspace's live profiles that starts after `after`: the
+ * seq of the `size`-th live profile, or null when fewer remain (the slice then runs to the end).
+ * What every walk over a workspace in slices uses (segment evaluations, the intelligence summary).
+ */
+export async function liveProfileSliceEnd(
+  q: Queryable,
+  workspaceId: string,
+  after: number,
+  size: number,
+): Promise<number | null> {
+  const { rows } = await q.query<{ seq: number }>(
+    `SELECT seq FROM profiles WHERE workspace_id = $1 AND merged_into IS NULL AND seq > $2
+      ORDER BY seq OFFSET $3 LIMIT 1`,
+    [workspaceId, after, size - 1],
+  );
+  return rows[0]?.seq ?? null;
+}

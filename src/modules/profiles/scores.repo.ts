@@ -130,21 +130,6 @@ export async function readScoreDistributionSlice(
   return { rows, clvValues: clv_values ?? [] };
 }
 
-/** The end of the range of `size` live profiles after `after` (null: fewer are left). */
-export async function scoreSliceEnd(
-  q: Queryable,
-  workspaceId: string,
-  after: number,
-  size: number,
-): Promise<number | null> {
-  const { rows } = await q.query<{ seq: number }>(
-    `SELECT seq FROM profiles WHERE workspace_id = $1 AND merged_into IS NULL AND seq > $2
-      ORDER BY seq OFFSET $3 LIMIT 1`,
-    [workspaceId, after, size - 1],
-  );
-  return rows[0]?.seq ?? null;
-}
-
 const STATS = `count(*)::int AS scored, count(rfm_score)::int AS gridded,
             min(predicted_clv)::float8 AS clv_min, max(predicted_clv)::float8 AS clv_max,
             sum(predicted_clv)::float8 AS clv_total`;

@@ -157,21 +157,3 @@ export async function selectMatchingMany(
   }
   return out;
 }
-
-/**
- * The upper `seq` bound of the slice that starts after `after`: the seq of the `size`-th live
- * profile, or null when fewer remain (the slice then runs to the end).
- */
-export async function sliceEnd(
-  q: Queryable,
-  workspaceId: string,
-  after: number,
-  size: number,
-): Promise<number | null> {
-  const { rows } = await q.query<{ seq: number }>(
-    `SELECT seq FROM profiles WHERE workspace_id = $1 AND merged_into IS NULL AND seq > $2
-      ORDER BY seq OFFSET $3 LIMIT 1`,
-    [workspaceId, after, size - 1],
-  );
-  return rows[0]?.seq ?? null;
-}

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Db, Queryable } from '../../platform/db';
 import { createSliceSizer, type SliceSizer } from '../../platform/slices';
 import { type OutboxType, writeOutboxMany } from '../outbox';
-import { getProfileSummaries } from '../profiles';
+import { getProfileSummaries, liveProfileSliceEnd } from '../profiles';
 import type { Definition } from './definitions';
 import { workspaceDefinitions } from './definitions.cache';
 import {
@@ -11,7 +11,6 @@ import {
   SEGMENTS_PER_STATEMENT,
   SLICE_SIZE,
   selectMatchingMany,
-  sliceEnd,
 } from './evaluate';
 import * as members from './membership.repo';
 import type { SegmentQuery } from './query';
@@ -189,7 +188,7 @@ async function refreshSlice(
   // time-window schedule) then walk the profiles together, one read of each slice for all.
   const after = Math.min(...pending.map((x) => x.full_after_seq));
   const group = pending.filter((x) => x.full_after_seq === after).slice(0, SEGMENTS_PER_STATEMENT);
-  const upTo = await sliceEnd(tx, workspaceId, after, size);
+  const upTo = await liveProfileSliceEnd(tx, workspaceId, after, size);
   const scope: Scope = { after, upTo };
   const ids = group.map((d) => d.id);
   const selected = await selectMatchingMany(

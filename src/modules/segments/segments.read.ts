@@ -4,9 +4,9 @@ import { type Db, isStatementTimeout } from '../../platform/db';
 import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import { createSliceSizer, slicerFor } from '../../platform/slices';
-import { findLiveProfileId, getLiveProfiles, type ProfileView } from '../profiles';
+import { findLiveProfileId, getLiveProfiles, liveProfileSliceEnd, type ProfileView } from '../profiles';
 import { workspaceDefinitions } from './definitions.cache';
-import { BudgetSpent, countMatching, type Match, selectMatching, sliceEnd } from './evaluate';
+import { BudgetSpent, countMatching, type Match, selectMatching } from './evaluate';
 import * as members from './membership.repo';
 import type { SegmentQuery } from './query';
 import * as repo from './segments.repo';
@@ -232,7 +232,7 @@ async function inSlices(
   for (let lo = 0; ; ) {
     const t0 = performance.now();
     if (t0 > deadline) throw new BudgetSpent();
-    const upTo = await sliceEnd(db, workspaceId, lo, size);
+    const upTo = await liveProfileSliceEnd(db, workspaceId, lo, size);
     const matches = await selectMatching(db, workspaceId, query, ctx, { after: lo, upTo });
     count += matches.length;
     for (const m of matches) if (m.seq > after && kept.length < want) kept.push(m);
