@@ -19,12 +19,12 @@ import { useSession } from '../api/session';
 import type { Profile } from '../api/types';
 import { Empty, JsonBlock, QueryState } from '../components/states';
 import { fmtMoney, fmtTime, personName } from '../lib/format';
-import { ProfileAccounts } from '../profile/Accounts';
+import { Memberships, ProfileAccounts } from '../profile/Belongs';
 import { EraseDialog } from '../profile/EraseDialog';
 import { Graph } from '../profile/GraphTab';
 import { Events, Lineage, Orders } from '../profile/History';
 import { MergeDialog } from '../profile/Merge';
-import { Memberships, Predictions } from '../profile/Scores';
+import { Predictions } from '../profile/Scores';
 import { Field, get } from '../profile/shared';
 
 export default function ProfileDetail() {

@@ -1,13 +1,11 @@
-import { Badge, Card, Group, SimpleGrid, Stack, Text, Title } from '@mantine/core';
+import { Badge, Card, SimpleGrid, Stack, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { Link } from 'react-router';
-import { api, type Page } from '../api/client';
-import type { Churn, Clv, Segment } from '../api/types';
+import type { Churn, Clv } from '../api/types';
 import { QueryState } from '../components/states';
 import { fmtMoney, fmtNumber, fmtPercent, fmtTime } from '../lib/format';
 import { Field, get } from './shared';
 
-// The profile's scores (predicted CLV, churn risk) and its segment memberships.
+// The profile's scores (predicted CLV and churn risk).
 
 export function Predictions({ id }: { id: string }) {
   const clv = useQuery({ queryKey: ['clv', id], queryFn: get<Clv>(`/intelligence/clv/${id}`) });
@@ -58,43 +56,6 @@ export function Predictions({ id }: { id: string }) {
           Predictions appear once the profile has a completed order and the workspace has a fitted model.
         </Text>
       )}
-    </Card>
-  );
-}
-
-export function Memberships({ id }: { id: string }) {
-  const q = useQuery({
-    queryKey: ['/tenant/segments', { profile_id: id }],
-    queryFn: ({ signal }) =>
-      api.get<Page<Segment>>('/tenant/segments', { profile_id: id, limit: 50 }, signal),
-  });
-  return (
-    <Card withBorder>
-      <Title order={2} size="h5" mb="xs">
-        Segments
-      </Title>
-      <QueryState
-        query={q}
-        isEmpty={(d) => d.data.length === 0}
-        empty={<Text size="sm">In no segment now.</Text>}
-      >
-        {(d) => (
-          <Group gap={6} data-testid="profile-segments">
-            {d.data.map((s) => (
-              <Badge
-                key={s.id}
-                component={Link}
-                to={`/segments/${s.id}`}
-                variant="light"
-                style={{ cursor: 'pointer' }}
-              >
-                {s.name}
-              </Badge>
-            ))}
-            {d.pagination.has_more && <Text size="xs">and more</Text>}
-          </Group>
-        )}
-      </QueryState>
     </Card>
   );
 }
