@@ -158,6 +158,7 @@ export default async function run(): Promise<void> {
       ...(id ? [`/profiles/${id}`] : []),
       '/segments',
       '/segments/new',
+      '/accounts',
       '/orders',
       '/products',
       '/intelligence',
