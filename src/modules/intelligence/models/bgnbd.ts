@@ -10,7 +10,7 @@
  */
 import { type FrequencyRecency, logShifted, type PurchaseData } from './purchase-data';
 import { avoidSingularity, type PurchaseModel, type PurchaseParams } from './purchase-model';
-import { hyp2f1, logBeta, logGamma } from './special';
+import { hyp2f1, logBeta, logGamma, SMALL_Z } from './special';
 
 /** Σ log-likelihood, FHL (2005) eq. (6), written as lifetimes does with A1…A4 in log space. */
 export function logLikelihoodBgNbd({ r, alpha, a, b }: PurchaseParams, data: PurchaseData): number {
@@ -95,8 +95,13 @@ export function expectedPurchasesIfAliveBgNbd(
   // C = a+b+x−1 is ≤ 0 only for x = 0 with a + b ≤ 1; its only pole there is C = 0 (removable here:
   // the factor C in front cancels it).
   const c = avoidSingularity(a + b + x - 1, 0);
+  const z = t / (alpha + T + t);
+  // Below SMALL_Z the bracket is 1 minus a number within 1e-8 of 1, and rounding leaves nothing of
+  // it (at t = 1.5e-15 weeks it came out negative): its first-order term stands in, which makes the
+  // whole (r + x)·z, the live customer's rate over t (relative error of order z).
+  if (z < SMALL_Z) return (r + x) * z;
   const oneMinusZ = (alpha + T) / (alpha + T + t);
-  const f = hyp2f1(a + b - 1 - r, a - 1, c, t / (alpha + T + t));
+  const f = hyp2f1(a + b - 1 - r, a - 1, c, z);
   return (c / (a - 1)) * (1 - oneMinusZ ** (a - 1) * f);
 }
 

@@ -9,7 +9,7 @@
  */
 import { type FrequencyRecency, logShifted, type PurchaseData } from './purchase-data';
 import { avoidSingularity, type PurchaseModel, type PurchaseParams } from './purchase-model';
-import { hyp2f1, logBeta, logGamma } from './special';
+import { hyp2f1, logBeta, logGamma, SMALL_Z } from './special';
 
 /**
  * Σ log-likelihood (Batislam et al. 2007, Appendix A):
@@ -83,8 +83,13 @@ export function expectedPurchasesIfAliveMbgNbd(
   const { r, alpha, b } = params;
   const a = avoidSingularity(params.a, 1);
   const c = a + b + x;
+  const z = t / (alpha + T + t);
+  // Below SMALL_Z the bracket is 1 minus a number within 1e-8 of 1, and rounding leaves nothing of
+  // it (at t = 1.5e-15 weeks it came out negative): its first-order term stands in, which makes the
+  // whole (r + x)·z, the live customer's rate over t (relative error of order z).
+  if (z < SMALL_Z) return (r + x) * z;
   const oneMinusZ = (alpha + T) / (alpha + T + t);
-  const f = hyp2f1(a + b - r, a - 1, c, t / (alpha + T + t));
+  const f = hyp2f1(a + b - r, a - 1, c, z);
   return (c / (a - 1)) * (1 - oneMinusZ ** (a - 1) * f);
 }
 

@@ -10,6 +10,7 @@ import { expectedOrderValue, logLikelihoodGammaGamma } from './gamma-gamma';
 import { mbgNbd } from './mbgnbd';
 import { type FrequencyRecency, preparePurchaseData } from './purchase-data';
 import type { PurchaseParams } from './purchase-model';
+import { SMALL_Z } from './special';
 
 const positive = (min: number, max: number) => fc.double({ min, max, noNaN: true, noDefaultInfinity: true });
 
@@ -59,6 +60,25 @@ describe('BG/NBD and MBG/NBD properties', () => {
         }),
         { numRuns: 200 },
       );
+    });
+
+    it(`${model.name}: expected purchases over a vanishing t are never negative and join the exact formula`, () => {
+      // Found by the property above in CI: 1 minus a number within rounding of 1 came out below 0.
+      const p = { r: 0.01, alpha: 4.57142857142857, a: 0.05, b: 0.05 };
+      expect(model.expectedPurchases(p, 1.484007384628447e-15, { x: 0, T: 0, tx: 0 })).toBeGreaterThanOrEqual(
+        0,
+      );
+      // Either side of the switch to the first-order term, the two agree to a relative 1e-6.
+      const cdnow = { r: 0.243, alpha: 4.414, a: 0.793, b: 2.426 };
+      for (const h of [
+        { x: 0, T: 0, tx: 0 },
+        { x: 3, T: 30, tx: 20 },
+      ]) {
+        const t = SMALL_Z * (cdnow.alpha + h.T);
+        const below = model.expectedPurchases(cdnow, t * 0.999, h) / 0.999;
+        const above = model.expectedPurchases(cdnow, t * 1.001, h) / 1.001;
+        expect(Math.abs(below - above) / above).toBeLessThan(1e-6);
+      }
     });
 
     it(`${model.name}: CLV is ≥ 0 and grows with the horizon`, () => {

@@ -79,3 +79,10 @@ export function hyp2f1(a: number, b: number, c: number, z: number, options: Hyp2
   }
   throw new RangeError(`hyp2f1(${a}, ${b}; ${c}; ${z}) did not converge in ${maxTerms} terms`);
 }
+
+/**
+ * Below this z = t/(α+T+t) both purchase models use the first-order term of their conditional
+ * expectation, (r + x)·z, instead of 1 − (1−z)^(a−1)·2F1(…; z): there the difference has lost all
+ * its digits to rounding, while the first-order term is off by a relative O(z) only.
+ */
+export const SMALL_Z = 1e-8;
