@@ -18,6 +18,15 @@ const DEFAULTS = {
   discount_rate: 0.1,
   clv_horizon_days: 365,
   analytics_concurrency: 2,
+  retention: {
+    events_days: 'forever',
+    dead_letters_days: 'forever',
+    outbox_days: 30,
+    segment_changes_days: 'forever',
+    lineage_days: 'forever',
+    audit_days: 400,
+  },
+  consent_default: 'granted',
 };
 
 const patch = (ws: TestWorkspace, body: unknown) =>
@@ -130,6 +139,18 @@ describe('PATCH /tenant/settings', () => {
     ['a horizon over five years', { clv_horizon_days: 1826 }, ['/clv_horizon_days']],
     ['no calculations at once', { analytics_concurrency: 0 }, ['/analytics_concurrency']],
     ['more calculations at once than 16', { analytics_concurrency: 17 }, ['/analytics_concurrency']],
+    ['a retention of no days', { retention: { events_days: 0 } }, ['/retention/events_days']],
+    [
+      'a retention that is neither days nor forever',
+      { retention: { outbox_days: 'never' } },
+      ['/retention/outbox_days'],
+    ],
+    ['an unknown retention', { retention: { profiles_days: 5 } }, ['/retention/profiles_days']],
+    [
+      'a consent default that is neither granted nor denied',
+      { consent_default: 'maybe' },
+      ['/consent_default'],
+    ],
     ['a merge cap of 0', { merge_cap: 0 }, ['/merge_cap']],
     ['an empty junk value', { junk_identifiers: ['ok', ''] }, ['/junk_identifiers/1']],
   ])(

@@ -19,7 +19,34 @@ export const DEFAULT_SETTINGS = Object.freeze({
   discount_rate: 0.1,
   clv_horizon_days: 365,
   analytics_concurrency: 2,
+  retention: Object.freeze({
+    events_days: 'forever' as RetentionDays,
+    dead_letters_days: 'forever' as RetentionDays,
+    outbox_days: 30 as RetentionDays,
+    segment_changes_days: 'forever' as RetentionDays,
+    lineage_days: 'forever' as RetentionDays,
+    audit_days: 400 as RetentionDays,
+  }),
+  consent_default: 'granted' as ConsentDefault,
 });
+
+/** Days a kind of row is kept after it was written, or `forever`. */
+export type RetentionDays = number | 'forever';
+/** What a profile with no recorded choice for a consent category counts as. */
+export type ConsentDefault = 'granted' | 'denied';
+
+/** The retention settings (docs/api.md, "Retention"): what each one keeps, and for how long by default. */
+export const RETENTION_KEYS = [
+  'events_days',
+  'dead_letters_days',
+  'outbox_days',
+  'segment_changes_days',
+  'lineage_days',
+  'audit_days',
+] as const;
+export type RetentionKey = (typeof RETENTION_KEYS)[number];
+/** Longest retention that is a number of days (100 years); past it, say `forever`. */
+export const MAX_RETENTION_DAYS = 36_500;
 
 export const MAX_JUNK_IDENTIFIERS = 1000;
 /** High enough to switch a limit off in practice (benchmarks, trusted back ends), still a number. */
@@ -84,6 +111,46 @@ const FIELDS = {
   },
 } as const;
 
+const retentionField = (what: string, byDefault: string) => ({
+  anyOf: [
+    { type: 'integer', minimum: 1, maximum: MAX_RETENTION_DAYS },
+    { type: 'string', const: 'forever' },
+  ],
+  description: `${what} Days 1–36,500, or \`forever\`; default ${byDefault}.`,
+});
+
+/** Each retention setting: what it removes, counted from when the row was written. */
+const RETENTION_FIELDS: Record<RetentionKey, object> = {
+  events_days: retentionField(
+    'Events (with their typed properties and the record of the profile each was applied to) are removed this many days after they were received.',
+    '`forever`',
+  ),
+  dead_letters_days: retentionField(
+    'Dead letters, and the events they hold, are removed this many days after the event was set aside.',
+    '`forever`',
+  ),
+  outbox_days: retentionField(
+    'Settled outbox facts (read by every consumer) and settled webhook deliveries (delivered, failed, dead, cancelled or erased) with their attempts are removed this many days after they were written.',
+    '30',
+  ),
+  segment_changes_days: retentionField(
+    'Segment entries and exits (the change log; current memberships stay) are removed this many days after they happened.',
+    '`forever`',
+  ),
+  lineage_days: retentionField(
+    'Lineage (field-level changes of profiles) is removed this many days after the change was recorded.',
+    '`forever`',
+  ),
+  audit_days: retentionField('Audit log entries are removed this many days after they were written.', '400'),
+};
+
+const CONSENT_DEFAULT_FIELD = {
+  type: 'string',
+  enum: ['granted', 'denied'],
+  description:
+    'What a profile with no recorded choice for a consent category counts as, for webhook subscriptions that name the category: `granted` (as Segment does) or `denied`. Default `granted`.',
+} as const;
+
 const withDefault = (schema: object, value: unknown): TSchema => Type.Unsafe({ ...schema, default: value });
 
 export const RateLimitsSchema = Type.Object(
@@ -96,6 +163,20 @@ export const RateLimitsSchema = Type.Object(
     ),
   },
   { additionalProperties: false, description: 'Per-key rate limits (docs/api.md, "Rate limits").' },
+);
+
+export const RetentionSchema = Type.Object(
+  Object.fromEntries(
+    RETENTION_KEYS.map((k) => [
+      k,
+      Type.Unsafe<RetentionDays>(withDefault(RETENTION_FIELDS[k], DEFAULT_SETTINGS.retention[k])),
+    ]),
+  ) as unknown as Record<RetentionKey, TSchema>,
+  {
+    additionalProperties: false,
+    description:
+      'How long each kind of row is kept (docs/api.md, "Retention"); removed by the retention sweep.',
+  },
 );
 
 /** The effective settings of a workspace: every key present, defaults filled in. */
@@ -114,6 +195,10 @@ export const WorkspaceSettingsSchema = Type.Object(
     analytics_concurrency: Type.Unsafe<number>(
       withDefault(FIELDS.analytics_concurrency, DEFAULT_SETTINGS.analytics_concurrency),
     ),
+    retention: Type.Unsafe<Record<RetentionKey, RetentionDays>>(RetentionSchema),
+    consent_default: Type.Unsafe<ConsentDefault>(
+      withDefault(CONSENT_DEFAULT_FIELD, DEFAULT_SETTINGS.consent_default),
+    ),
   },
   { additionalProperties: false, description: 'The workspace settings in effect (defaults filled in).' },
 );
@@ -129,6 +214,18 @@ const RateLimitsPatch = Type.Object(
     requests_per_minute: orNull<number>(FIELDS.requests_per_minute),
     batch_events_per_minute: orNull<number>(FIELDS.batch_events_per_minute),
   },
+  { additionalProperties: false },
+);
+
+/** A retention setting in a PATCH: days, `forever`, or null for the default. */
+const retentionOrNull = (k: RetentionKey) =>
+  Type.Optional(Type.Unsafe<RetentionDays | null>({ anyOf: [RETENTION_FIELDS[k], { type: 'null' }] }));
+
+const RetentionPatch = Type.Object(
+  Object.fromEntries(RETENTION_KEYS.map((k) => [k, retentionOrNull(k)])) as unknown as Record<
+    RetentionKey,
+    TSchema
+  >,
   { additionalProperties: false },
 );
 
@@ -151,6 +248,16 @@ export const SettingsPatchSchema = Type.Object(
     discount_rate: orNull<number>(FIELDS.discount_rate),
     clv_horizon_days: orNull<number>(FIELDS.clv_horizon_days),
     analytics_concurrency: orNull<number>(FIELDS.analytics_concurrency),
+    retention: Type.Optional(
+      Type.Unsafe<Partial<Record<RetentionKey, RetentionDays | null>> | null>({
+        ...RetentionPatch,
+        type: ['object', 'null'],
+        description: 'Any of the retention settings; null restores every default.',
+      }),
+    ),
+    consent_default: Type.Optional(
+      Type.Unsafe<ConsentDefault | null>({ anyOf: [CONSENT_DEFAULT_FIELD, { type: 'null' }] }),
+    ),
   },
   {
     additionalProperties: false,
@@ -163,5 +270,9 @@ export type SettingsPatch = Static<typeof SettingsPatchSchema>;
 
 /** The schema of one setting (for reading stored values defensively). */
 export const FIELD_SCHEMAS = Object.fromEntries(
-  Object.entries(FIELDS).map(([k, v]) => [k, Type.Unsafe(v)]),
-) as unknown as Record<keyof typeof FIELDS, TSchema>;
+  [
+    ...Object.entries(FIELDS),
+    ...Object.entries(RETENTION_FIELDS),
+    ['consent_default', CONSENT_DEFAULT_FIELD],
+  ].map(([k, v]) => [k, Type.Unsafe(v as object)]),
+) as unknown as Record<keyof typeof FIELDS | RetentionKey | 'consent_default', TSchema>;

@@ -23,23 +23,38 @@ const patchArb = fc.record(
     churn_threshold: maybe(fc.double({ min: 0.001, max: 0.999, noNaN: true })),
     discount_rate: maybe(fc.double({ min: 0, max: 1, noNaN: true })),
     clv_horizon_days: maybe(fc.integer({ min: 30, max: 1825 })),
+    retention: fc.option(
+      fc.record(
+        {
+          events_days: maybe(fc.oneof(fc.integer({ min: 1, max: 36_500 }), fc.constant('forever' as const))),
+          outbox_days: maybe(fc.oneof(fc.integer({ min: 1, max: 36_500 }), fc.constant('forever' as const))),
+          audit_days: maybe(fc.integer({ min: 1, max: 36_500 })),
+        },
+        { requiredKeys: [] },
+      ),
+      { nil: null },
+    ),
+    consent_default: maybe(fc.constantFrom('granted' as const, 'denied' as const)),
   },
   { requiredKeys: [] },
 );
 
+/** The settings that are groups of settings, merged key by key. */
+const GROUPS = ['rate_limits', 'retention'] as const;
+
 /** What each setting should be after a sequence of patches, read the naive way. */
 function expected(patches: ReadonlyArray<Record<string, unknown>>) {
   const out: Record<string, unknown> = structuredClone(DEFAULT_SETTINGS) as Record<string, unknown>;
-  const rl = out.rate_limits as Record<string, unknown>;
   for (const p of patches) {
     for (const [k, v] of Object.entries(p)) {
       if (v === undefined) continue;
-      if (k === 'rate_limits') {
-        const defaults = DEFAULT_SETTINGS.rate_limits as Record<string, unknown>;
+      if ((GROUPS as readonly string[]).includes(k)) {
+        const group = out[k] as Record<string, unknown>;
+        const defaults = (DEFAULT_SETTINGS as Record<string, unknown>)[k] as Record<string, unknown>;
         for (const rk of Object.keys(defaults)) {
           const nv = v === null ? null : (v as Record<string, unknown>)[rk];
-          if (nv === null) rl[rk] = defaults[rk];
-          else if (nv !== undefined) rl[rk] = nv;
+          if (nv === null) group[rk] = defaults[rk];
+          else if (nv !== undefined) group[rk] = nv;
         }
       } else out[k] = v === null ? (DEFAULT_SETTINGS as Record<string, unknown>)[k] : v;
     }
@@ -57,6 +72,15 @@ describe('workspace settings', () => {
       discount_rate: 0.1,
       clv_horizon_days: 365,
       analytics_concurrency: 2,
+      retention: {
+        events_days: 'forever',
+        dead_letters_days: 'forever',
+        outbox_days: 30,
+        segment_changes_days: 'forever',
+        lineage_days: 'forever',
+        audit_days: 400,
+      },
+      consent_default: 'granted',
     });
     expect(Value.Check(WorkspaceSettingsSchema, effectiveSettings(null))).toBe(true);
   });

@@ -1,7 +1,10 @@
 import { Value } from 'typebox/value';
 import {
+  type ConsentDefault,
   DEFAULT_SETTINGS,
   FIELD_SCHEMAS,
+  RETENTION_KEYS,
+  type RetentionDays,
   type SettingsPatch,
   type WorkspaceSettings,
 } from './settings.schemas';
@@ -26,6 +29,7 @@ function pick<T>(key: keyof typeof FIELD_SCHEMAS, stored: unknown, fallback: T):
 export function effectiveSettings(stored: Stored | null | undefined): WorkspaceSettings {
   const s = stored ?? {};
   const rl = isRecord(s.rate_limits) ? s.rate_limits : {};
+  const rt = isRecord(s.retention) ? s.retention : {};
   const d = DEFAULT_SETTINGS;
   return Object.freeze({
     rate_limits: Object.freeze({
@@ -46,13 +50,21 @@ export function effectiveSettings(stored: Stored | null | undefined): WorkspaceS
     discount_rate: pick('discount_rate', s.discount_rate, d.discount_rate),
     clv_horizon_days: pick('clv_horizon_days', s.clv_horizon_days, d.clv_horizon_days),
     analytics_concurrency: pick('analytics_concurrency', s.analytics_concurrency, d.analytics_concurrency),
+    retention: Object.freeze(
+      Object.fromEntries(RETENTION_KEYS.map((k) => [k, pick<RetentionDays>(k, rt[k], d.retention[k])])),
+    ),
+    consent_default: pick<ConsentDefault>('consent_default', s.consent_default, d.consent_default),
   }) as WorkspaceSettings;
 }
 
+/** Settings that are groups of settings: a patch merges into them key by key. */
+const GROUPS = new Set(['rate_limits', 'retention']);
+
 /**
  * The stored settings after a (validated) patch, JSON merge patch style (RFC 7396): a value
- * replaces, `null` removes the override (back to the default), `rate_limits` merges key by key,
- * arrays replace whole. Keys the service does not know (written by hand) are kept as they were.
+ * replaces, `null` removes the override (back to the default), a group (`rate_limits`, `retention`)
+ * merges key by key, arrays replace whole. Keys the service does not know (written by hand) are
+ * kept as they were.
  */
 export function applySettingsPatch(
   stored: Stored | null | undefined,
@@ -63,15 +75,15 @@ export function applySettingsPatch(
     if (value === undefined) continue;
     if (value === null) {
       delete next[key];
-    } else if (key === 'rate_limits') {
-      const rl: Record<string, unknown> = isRecord(next.rate_limits) ? { ...next.rate_limits } : {};
+    } else if (GROUPS.has(key)) {
+      const group: Record<string, unknown> = isRecord(next[key]) ? { ...next[key] } : {};
       for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
         if (v === undefined) continue;
-        if (v === null) delete rl[k];
-        else rl[k] = v;
+        if (v === null) delete group[k];
+        else group[k] = v;
       }
-      if (Object.keys(rl).length === 0) delete next.rate_limits;
-      else next.rate_limits = rl;
+      if (Object.keys(group).length === 0) delete next[key];
+      else next[key] = group;
     } else {
       next[key] = value;
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../errors';
-import { toAppError } from './error-mapping';
+import { toAppError, validationDetails } from './error-mapping';
 
 const fastifyError = (code: string, statusCode = 400) =>
   Object.assign(new Error('raw text'), { code, statusCode });
@@ -86,5 +86,26 @@ describe('toAppError', () => {
 
   it('answers 500 for values that are not errors at all', () => {
     for (const v of [undefined, null, 'key_0123', 42]) expect(toAppError(v).code).toBe('INTERNAL_ERROR');
+  });
+});
+
+describe('validationDetails', () => {
+  it('folds a value that fits none of the allowed forms into one detail naming them', () => {
+    const details = validationDetails([
+      { instancePath: '/retention/events_days', keyword: 'minimum', message: 'must be >= 1' },
+      { instancePath: '/retention/events_days', keyword: 'type', message: 'must be string' },
+      {
+        instancePath: '/retention/events_days',
+        keyword: 'const',
+        message: 'must be equal to constant',
+        params: { allowedValue: 'forever' },
+      },
+      { instancePath: '/retention/events_days', keyword: 'anyOf', message: 'must match a schema in anyOf' },
+      { instancePath: '/merge_cap', keyword: 'type', message: 'must be integer' },
+    ]);
+    expect(details).toEqual([
+      { path: '/retention/events_days', message: 'must be >= 1, or must be "forever"' },
+      { path: '/merge_cap', message: 'must be integer' },
+    ]);
   });
 });

@@ -17,11 +17,54 @@ interface AjvLikeError {
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
+/** The words of one failed check (a `const` names the value it wants). */
+function wordsOf(e: AjvLikeError): string {
+  const p = e.params ?? {};
+  if (e.keyword === 'const' && p.allowedValue !== undefined)
+    return `must be ${JSON.stringify(p.allowedValue)}`;
+  return e.message ?? 'is invalid';
+}
+
+/**
+ * A value that fits none of the forms an `anyOf` allows (`retention.events_days`: days or
+ * "forever") fails every branch at the same path; the client gets one detail there that names the
+ * forms, not one per branch.
+ */
+function foldAlternatives(errors: readonly AjvLikeError[]): AjvLikeError[] {
+  const alternatives = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath ?? ''));
+  if (alternatives.size === 0) return [...errors];
+  const branches = new Map<string, string[]>();
+  const out: AjvLikeError[] = [];
+  for (const e of errors) {
+    const path = e.instancePath ?? '';
+    if (!alternatives.has(path) || e.keyword === 'anyOf') {
+      out.push(e);
+      continue;
+    }
+    // A type error beside another error of the same path says less than it (`must be string` next to `must be "forever"`).
+    if (
+      e.keyword === 'type' &&
+      errors.some(
+        (o) => o !== e && (o.instancePath ?? '') === path && o.keyword !== 'type' && o.keyword !== 'anyOf',
+      )
+    )
+      continue;
+    const words = branches.get(path) ?? [];
+    if (!words.includes(wordsOf(e))) words.push(wordsOf(e));
+    branches.set(path, words);
+  }
+  return out.map((e) =>
+    e.keyword === 'anyOf'
+      ? { ...e, message: (branches.get(e.instancePath ?? '') ?? []).join(', or ') || e.message }
+      : e,
+  );
+}
+
 /** Ajv errors → JSON-pointer details, naming the missing or unexpected property itself. */
 export function validationDetails(errors: readonly AjvLikeError[]): ErrorDetail[] {
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
-  for (const e of errors) {
+  for (const e of foldAlternatives(errors)) {
     let path = e.instancePath ?? '';
     let message = e.message ?? 'is invalid';
     const p = e.params ?? {};
