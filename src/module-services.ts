@@ -2,6 +2,7 @@ import type { KeyResolver } from './modules/api-keys';
 import type { SessionStore } from './modules/console';
 import type { EventWriter } from './modules/ingest/ingest.service';
 import type { SettingsStore } from './modules/workspaces';
+import type { PersonalDataRegistry } from './platform/personal-data';
 
 /**
  * The services modules hand each other through AppDeps, declared here, at the composition root, so
@@ -17,5 +18,7 @@ declare module './platform/http/types' {
     settings: SettingsStore;
     /** Console sign-in sessions (modules/console): the cookie principal's store. */
     sessions: SessionStore;
+    /** Where personal data lives (src/personal-data.ts): what erasure, export and retention run. */
+    personalData: PersonalDataRegistry;
   }
 }

@@ -16,6 +16,7 @@ import { createSessionStore } from './modules/console';
 import { createEventWriter } from './modules/ingest/ingest.service';
 import { createSettingsStore } from './modules/workspaces';
 import { bootstrapDefaultWorkspace, loadCursorSecret } from './modules/workspaces/workspaces.service';
+import { PERSONAL_DATA } from './personal-data';
 import { createCursorCodec } from './platform/cursor';
 import { type Db, openDb } from './platform/db';
 import { migrate } from './platform/db/migrate';
@@ -155,6 +156,7 @@ export async function createRuntime(
       origins,
       redis,
       events,
+      personalData: PERSONAL_DATA,
     };
 
     let app: App | null = null;

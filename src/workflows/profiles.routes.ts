@@ -54,7 +54,7 @@ export function registerProfileWriteRoutes(app: App, deps: AppDeps): void {
     },
     async (req) =>
       ok(
-        await eraseProfile(deps.db, deps.log, workspaceOf(req), req.params.id, {
+        await eraseProfile(deps.db, deps.log, deps.personalData, workspaceOf(req), req.params.id, {
           suppress: req.query.suppress ?? false,
           apiKeyId: principalOf(req).id,
         }),

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
-import { type Identifier, suppressionHash } from './identifiers';
+import { classifyAnonymousId, classifyIdentity, type Identifier, suppressionHash } from './identifiers';
 import * as repo from './identity.repo';
 
 /**
@@ -51,38 +51,50 @@ export async function readGraphOfProfile(
   };
 }
 
-/** Whether any of these identifiers of a workspace was erased with suppression. */
+/**
+ * Whether any of these identifiers of a workspace was erased with suppression (blocked for good:
+ * an erasure's horizon only concerns events received before it, never a new write).
+ */
 export async function isSuppressed(
   q: Queryable,
   workspaceId: string,
   identifiers: readonly Identifier[],
 ): Promise<boolean> {
   const keys = identifiers.map((i) => ({ workspace_id: workspaceId, hash: suppressionHash(workspaceId, i) }));
-  return (await repo.findSuppressed(q, keys)).length > 0;
+  return (await repo.findSuppressed(q, keys)).some((s) => s.until_seq === null);
 }
 
 /**
- * Erasure with ?suppress=true: a hash of each identifier of the profile goes on the workspace's
- * block list (before the nodes themselves are erased).
+ * An erasure puts a hash of each of the person's identifiers on the workspace's block list: for good
+ * with ?suppress=true (`untilSeq` null), else up to the erasure's horizon, so that the events received
+ * before it and still on their way are dropped rather than bring the person back.
  */
-export async function suppressIdentifiersOfProfile(
+export async function suppressIdentifiers(
   q: Queryable,
   workspaceId: string,
-  profileId: string,
+  identifiers: readonly Identifier[],
+  untilSeq: number | null,
 ): Promise<void> {
-  const nodes = await repo.listNodesOfProfile(q, workspaceId, profileId);
   await repo.insertSuppressions(
     q,
     workspaceId,
-    nodes.map((n) => suppressionHash(workspaceId, n)),
+    identifiers.map((i) => suppressionHash(workspaceId, i)),
+    untilSeq,
   );
 }
 
-/** Erasure: the identifier nodes of these profiles and their edges; returns how many nodes went. */
-export function eraseIdentityOfProfiles(
-  q: Queryable,
-  workspaceId: string,
-  profileIds: readonly string[],
-): Promise<number> {
-  return repo.deleteNodesOfProfiles(q, workspaceId, profileIds);
+/**
+ * DELETE /tenant/suppressions/{identifier}: the identifier may create a profile again. The value is
+ * classified as an event's `identity` would be, and as an `anonymous_id`, so either kind is lifted.
+ * Answers whether anything was on the list.
+ */
+export async function liftSuppression(q: Queryable, workspaceId: string, raw: string): Promise<boolean> {
+  const ids = [classifyIdentity(raw), classifyAnonymousId(raw)].filter((i): i is Identifier => i !== null);
+  if (ids.length === 0) return false;
+  const hashes = ids.map((i) => suppressionHash(workspaceId, i));
+  return (await repo.deleteSuppressions(q, workspaceId, hashes)) > 0;
 }
+
+/** Drops the erasure horizons no waiting event can reach any more (every event up to them is settled). */
+export const dropSpentHorizons = (q: Queryable, oldestWaitingSeq: number): Promise<number> =>
+  repo.deleteHorizonsBelow(q, oldestWaitingSeq);

@@ -33,13 +33,15 @@ export {
   upsertNodes,
 } from './identity.repo';
 export {
-  eraseIdentityOfProfiles,
+  dropSpentHorizons,
   type GraphEdgeView,
   type GraphNodeView,
   isSuppressed,
+  liftSuppression,
   readGraphOfProfile,
-  suppressIdentifiersOfProfile,
+  suppressIdentifiers,
 } from './identity.service';
+export { identifiersOfProfiles, identityPersonalData, subjectMatcher } from './personal-data';
 export {
   conflicts,
   type Decision,

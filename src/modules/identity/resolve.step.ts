@@ -87,8 +87,8 @@ export async function resolveIdentities(
       anonymous: e.anonymous,
       identityOwner: identityOwner ? graph.view(identityOwner) : null,
       anonymousOwner: anonymousOwner ? graph.view(anonymousOwner) : null,
-      identitySuppressed: !identityOwner && isSuppressed(ws, e.identity),
-      anonymousSuppressed: !anonymousOwner && isSuppressed(ws, e.anonymous),
+      identitySuppressed: !identityOwner && isSuppressed(ws, e.identity, e.seq),
+      anonymousSuppressed: !anonymousOwner && isSuppressed(ws, e.anonymous, e.seq),
       mergeCap: e.mergeCap,
     });
 
@@ -151,12 +151,16 @@ function keysOf(e: ResolvableEvent): repo.NodeKey[] {
   return keys;
 }
 
-/** Suppression applies to identifiers nobody owns (an owned one was never erased): one lookup. */
+/**
+ * Suppression applies to identifiers nobody owns (an owned one was never erased): one lookup. An
+ * erasure's horizon blocks an identifier only for the events received before it (seq up to the
+ * horizon); a suppression blocks it for good.
+ */
 async function suppressionOf(
   tx: Queryable,
   events: readonly ResolvableEvent[],
   graph: GraphBatch,
-): Promise<(ws: string, id: Identifier | null) => boolean> {
+): Promise<(ws: string, id: Identifier | null, seq: number) => boolean> {
   const unowned = new Map<string, { workspace_id: string; hash: string }>();
   for (const e of events) {
     for (const id of [e.identity, e.anonymous]) {
@@ -165,10 +169,15 @@ async function suppressionOf(
       unowned.set(`${e.workspaceId}|${hash}`, { workspace_id: e.workspaceId, hash });
     }
   }
-  const suppressed = new Set(
-    (await repo.findSuppressed(tx, [...unowned.values()])).map((s) => `${s.workspace_id}|${s.hash}`),
+  // Until which seq each found hash blocks (Infinity: for good).
+  const suppressed = new Map(
+    (await repo.findSuppressed(tx, [...unowned.values()])).map((s) => [
+      `${s.workspace_id}|${s.hash}`,
+      s.until_seq === null ? Number.POSITIVE_INFINITY : Number(s.until_seq),
+    ]),
   );
-  return (ws, id) => id !== null && suppressed.size > 0 && suppressed.has(`${ws}|${suppressionHash(ws, id)}`);
+  return (ws, id, seq) =>
+    id !== null && suppressed.size > 0 && seq <= (suppressed.get(`${ws}|${suppressionHash(ws, id)}`) ?? -1);
 }
 
 /** Identifier keys and owning profiles of an event: the per-person ordering tokens (ordering.ts). */

@@ -3,8 +3,9 @@
  * profiles, profile_lineage, profile_erasures. Trait rules are pure functions (./traits).
  */
 
-export { deleteProfileRows, lockProfileFamily, recordErasure } from './erasure';
+export { lockProfileFamily, recordErasure } from './erasure';
 export { FACT_LIMITS, type FactProfile, type ProfileSummary } from './fact-profile';
+export { profilesPersonalData } from './personal-data';
 export {
   type BatchProfile,
   createProfileBatch,

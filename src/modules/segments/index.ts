@@ -5,6 +5,7 @@
  */
 
 export { markSegmentWork, type TouchedProfiles } from './mark.step';
-export { eraseProfilesFromSegments, markProfilesForRefresh } from './profile-hooks';
+export { segmentsPersonalData } from './personal-data';
+export { markProfilesForRefresh } from './profile-hooks';
 export { REFRESH_QUEUE, registerSegmentJobs, type SegmentJobOptions } from './refresh.job';
 export { getSegment } from './segments.service';
