@@ -18,6 +18,7 @@ import {
   registerSessionRoutes,
   registerStreamRoutes,
 } from './modules/console';
+import { registerSuppressionRoutes } from './modules/identity';
 import { registerIngestRoutes } from './modules/ingest/ingest.routes';
 import { registerIntelligenceRoutes } from './modules/intelligence';
 import { registerDeadLetterRoutes } from './modules/processing/dead-letters.routes';
@@ -187,6 +188,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerProfileRoutes(app, deps);
   registerProfileWriteRoutes(app, deps);
   registerIdentityRoutes(app, deps);
+  registerSuppressionRoutes(app, deps);
   registerSegmentRoutes(app, deps);
   registerIntelligenceRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);

@@ -53,3 +53,4 @@ export {
 } from './resolve';
 // The processing pipeline's step.
 export { orderingTokens, type ProfilesPort, type ResolvableEvent, resolveIdentities } from './resolve.step';
+export { registerSuppressionRoutes } from './suppressions.routes';
