@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookPolicy } from '../src/modules/webhooks';
 import { type Receiver, restartableService, startReceiver } from '../src/modules/webhooks/webhooks.test-kit';
@@ -46,6 +47,36 @@ const needles = [
 ];
 
 const db = (): Db => svc.runtime().deps.db;
+/** The service shares Redis (rate limits, revocations) when the run has one: it must hold no one either. */
+const redisEnv: Record<string, string> = process.env.TEST_REDIS_URL
+  ? { REDIS_URL: process.env.TEST_REDIS_URL }
+  : {};
+const env = (extra: Record<string, string> = {}) => ({
+  CDP_ALLOW_PRIVATE_WEBHOOKS: '1',
+  ...redisEnv,
+  ...extra,
+});
+
+/** Redis keys (and string values) holding `needle`; [] without Redis. */
+async function redisHolding(needle: string): Promise<string[]> {
+  if (!process.env.TEST_REDIS_URL) return [];
+  const redis = new Redis(process.env.TEST_REDIS_URL);
+  try {
+    const found: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'COUNT', 1000);
+      cursor = next;
+      for (const key of keys) {
+        const value = (await redis.type(key)) === 'string' ? await redis.get(key) : '';
+        if (`${key} ${value}`.toLowerCase().includes(needle.toLowerCase())) found.push(key);
+      }
+    } while (cursor !== '0');
+    return found;
+  } finally {
+    redis.disconnect();
+  }
+}
 const call = (method: string, url: string, body?: unknown) => svc.call(method, url, body);
 const accepted = async (method: string, url: string, body?: unknown) => {
   const res = await call(method, url, body);
@@ -90,7 +121,7 @@ beforeAll(async () => {
   rx = await startReceiver();
   // Retries within a second, so the one scheduled before the erasure comes due during the test.
   webhookPolicy.backoff = { baseMs: 300, capMs: 600 };
-  await svc.start({ CDP_ALLOW_PRIVATE_WEBHOOKS: '1' });
+  await svc.start(env());
 }, 60_000);
 
 afterAll(async () => {
@@ -219,7 +250,7 @@ describe(`erasing a person who came in every way (${ENGINE})`, () => {
   it('erases them while events of theirs still wait on the backlog', async () => {
     // Without workers: nothing is applied or sent while the service runs this way.
     await svc.stop();
-    await svc.start({ CDP_ALLOW_PRIVATE_WEBHOOKS: '1', ROLE: 'api' });
+    await svc.start(env({ ROLE: 'api' }));
     await accepted('POST', '/api/ingest', {
       identity: person.email,
       event_type: 'track',
@@ -249,8 +280,11 @@ describe(`erasing a person who came in every way (${ENGINE})`, () => {
     expect(res.body.data.counts.outbox).toBeGreaterThanOrEqual(3);
   }, 60_000);
 
-  it('leaves no table holding their identifiers, names or the marker', async () => {
-    for (const needle of needles) expect(await tablesHolding(needle), needle).toEqual({});
+  it('leaves no table, and nothing in Redis, holding their identifiers, names or the marker', async () => {
+    for (const needle of needles) {
+      expect(await tablesHolding(needle), needle).toEqual({});
+      expect(await redisHolding(needle), needle).toEqual([]);
+    }
   });
 
   it('answers 404 or nothing wherever they could be read, and never sends them again', async () => {
@@ -289,7 +323,7 @@ describe(`erasing a person who came in every way (${ENGINE})`, () => {
     rx.script('/failing', []);
     const before = rx.received.length;
     await svc.stop();
-    await svc.start({ CDP_ALLOW_PRIVATE_WEBHOOKS: '1' });
+    await svc.start(env());
     await waitProcessed();
     // The retry jobs planned before the erasure come due and run: each finds its delivery erased.
     await waitUntil(
