@@ -116,7 +116,10 @@ export default async function run(): Promise<void> {
         const b: Api = { url: svc.url, key: svc.adminKey };
         const made = await fetch(`${svc.url}/system/workspaces`, {
           method: 'POST',
-          headers: { authorization: 'Bearer bench-operator-token-0123456789', 'content-type': 'application/json' },
+          headers: {
+            authorization: 'Bearer bench-operator-token-0123456789',
+            'content-type': 'application/json',
+          },
           body: JSON.stringify({ name: 'erased people' }),
         }).then((r) => r.json() as Promise<{ data: { api_key: { api_key: string } } }>);
         const a: Api = { url: svc.url, key: made.data.api_key.api_key };

@@ -2,6 +2,7 @@ import type { Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { classifyAnonymousId, classifyIdentity, type Identifier, suppressionHash } from './identifiers';
 import * as repo from './identity.repo';
+import * as suppressions from './suppressions.repo';
 
 /**
  * The identity graph as other modules use it: what it says about a profile, suppression and
@@ -61,7 +62,7 @@ export async function isSuppressed(
   identifiers: readonly Identifier[],
 ): Promise<boolean> {
   const keys = identifiers.map((i) => ({ workspace_id: workspaceId, hash: suppressionHash(workspaceId, i) }));
-  return (await repo.findSuppressed(q, keys)).some((s) => s.until_seq === null);
+  return (await suppressions.findSuppressed(q, keys)).some((s) => s.until_seq === null);
 }
 
 /**
@@ -75,7 +76,7 @@ export async function suppressIdentifiers(
   identifiers: readonly Identifier[],
   untilSeq: number | null,
 ): Promise<void> {
-  await repo.insertSuppressions(
+  await suppressions.insertSuppressions(
     q,
     workspaceId,
     identifiers.map((i) => suppressionHash(workspaceId, i)),
@@ -92,9 +93,9 @@ export async function liftSuppression(q: Queryable, workspaceId: string, raw: st
   const ids = [classifyIdentity(raw), classifyAnonymousId(raw)].filter((i): i is Identifier => i !== null);
   if (ids.length === 0) return false;
   const hashes = ids.map((i) => suppressionHash(workspaceId, i));
-  return (await repo.deleteSuppressions(q, workspaceId, hashes)) > 0;
+  return (await suppressions.deleteSuppressions(q, workspaceId, hashes)) > 0;
 }
 
 /** Drops the erasure horizons no waiting event can reach any more (every event up to them is settled). */
 export const dropSpentHorizons = (q: Queryable, oldestWaitingSeq: number): Promise<number> =>
-  repo.deleteHorizonsBelow(q, oldestWaitingSeq);
+  suppressions.deleteHorizonsBelow(q, oldestWaitingSeq);

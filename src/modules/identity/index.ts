@@ -23,7 +23,6 @@ export {
 export {
   type EdgeRow,
   findNodes,
-  findSuppressed,
   insertEdges,
   listIdentifiersOfProfiles,
   type NodeKey,
@@ -53,4 +52,5 @@ export {
 } from './resolve';
 // The processing pipeline's step.
 export { orderingTokens, type ProfilesPort, type ResolvableEvent, resolveIdentities } from './resolve.step';
+export { findSuppressed } from './suppressions.repo';
 export { registerSuppressionRoutes } from './suppressions.routes';
