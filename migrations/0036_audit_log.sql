@@ -5,7 +5,9 @@ CREATE TABLE audit_log (
   -- aud_… (time-ordered).
   id text PRIMARY KEY,
   workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
-  created_at timestamptz NOT NULL,
+  -- Milliseconds, as the service's clock gives them: the pages' keyset (time, id) is read back into a
+  -- JavaScript Date, which would otherwise drop the microseconds and repeat a row at a page's edge.
+  created_at timestamptz(3) NOT NULL,
   -- A stable dotted name: apikey.create, profile.erase, session.create, …
   action text NOT NULL,
   principal_type text NOT NULL CHECK (principal_type IN ('api_key', 'session', 'operator')),
