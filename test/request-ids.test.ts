@@ -100,6 +100,27 @@ describe('a caller’s X-Request-Id', () => {
       expect(res.headers['x-request-id']).toMatch(FRESH);
     });
 
+    it('records the proxy’s id and the client behind it in an audit entry', async () => {
+      const res = await proxied.app.inject({
+        method: 'POST',
+        url: '/tenant/apikeys',
+        headers: {
+          'x-request-id': 'edge-7f3a9c',
+          'x-forwarded-proto': 'https',
+          'x-forwarded-for': '198.51.100.23',
+          'x-api-key': proxied.ws.adminKey,
+          'content-type': 'application/json',
+        },
+        payload: JSON.stringify({ name: 'behind the proxy', scopes: ['viewer'] }),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const { rows } = await proxied.rt.deps.db.query(
+        'SELECT request_id, client_ip FROM audit_log WHERE action = $1',
+        ['apikey.create'],
+      );
+      expect(rows).toEqual([{ request_id: 'edge-7f3a9c', client_ip: '198.51.100.23' }]);
+    });
+
     it('replaces the id sent by a client the proxy list does not name', async () => {
       const res = await viaProxy('from-the-internet', '203.0.113.9');
       expect(res.headers['x-request-id']).toMatch(FRESH);

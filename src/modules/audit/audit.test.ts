@@ -273,6 +273,55 @@ describe('refused requests', () => {
   });
 });
 
+describe('what is not in the trail', () => {
+  it('an ingested event: the event log is its record', async () => {
+    const ws = await svc.newWorkspace('ingest');
+    const ingest = await newKey(ws, ['ingest']);
+    const before = (await entriesOf(ws)).length;
+    const res = await svc.call('POST', '/api/ingest', {
+      key: ingest.secret,
+      body: { identity: 'shopper@example.com', event_type: 'track', event_name: 'Viewed' },
+    });
+    expect(res.status, res.text).toBe(202);
+    expect(await entriesOf(ws)).toHaveLength(before);
+  });
+
+  it('a console sign-in with a key that exists nowhere: one warn line in the log instead', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l));
+        done();
+      },
+    });
+    const app = await buildApp({ ...svc.rt.deps, log: createLogger('info', sink) });
+    try {
+      const unknown = `cdp_sk_${'u'.repeat(43)}`;
+      const rowsBefore = (await svc.rt.deps.db.query('SELECT 1 FROM audit_log')).rows.length;
+      const res = await app.inject({
+        method: 'POST',
+        url: '/tenant/session',
+        headers: { 'content-type': 'application/json', 'user-agent': 'guesser/1.0' },
+        payload: JSON.stringify({ api_key: unknown }),
+      });
+      expect(res.statusCode).toBe(401);
+      expect((await svc.rt.deps.db.query('SELECT 1 FROM audit_log')).rows.length).toBe(rowsBefore);
+      const line = lines.find((l) => l.msg === 'audited request names no workspace: logged only');
+      expect(line).toMatchObject({
+        level: 40,
+        reqId: res.headers['x-request-id'],
+        action: 'session.create',
+        status: 401,
+        ip: '127.0.0.1',
+        userAgent: 'guesser/1.0',
+      });
+      expect(JSON.stringify(lines)).not.toContain(unknown);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('GET /tenant/audit-log', () => {
   let ws: TestWorkspace;
   let other: Awaited<ReturnType<typeof newKey>>;

@@ -230,27 +230,37 @@ export function recordOf(req: FastifyRequest, status: number, at = new Date()): 
 }
 
 /**
- * The three hooks of the trail. preHandler opens the entry of a request that passed authentication
- * and validation (refusals before it write none: docs/api.md, "Audit log"); preSerialization keeps
- * the answer for ids only it knows (a created resource's); onSend writes the entry before the answer
- * leaves. An entry that cannot be written turns a success into 503: the change may have been made,
- * but it is not acknowledged unaudited.
+ * The three hooks of the trail, added to the audited routes only (an ingest request pays nothing
+ * for them). preHandler opens the entry of a request that passed authentication and validation
+ * (refusals before it write none: docs/api.md, "Audit log"); preSerialization keeps the answer for
+ * ids only it knows (a created resource's); onSend writes the entry before the answer leaves. An
+ * entry that cannot be written turns a success into 503: the change may have been made, but it is
+ * not acknowledged unaudited. Call before any route is registered.
  */
 export function installAuditHooks(app: App, sink: AuditSink): void {
   app.decorateRequest('auditContext', null);
 
-  app.addHook('preHandler', (req, _reply, done) => {
-    const decl = req.routeOptions.config.audit;
-    if (isAudited(decl)) req.auditContext = { route: decl, note: {}, answer: undefined, written: false };
+  const open = (req: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    req.auditContext = {
+      route: req.routeOptions.config.audit as AuditedRoute,
+      note: {},
+      answer: undefined,
+      written: false,
+    };
     done();
-  });
+  };
 
-  app.addHook('preSerialization', (req, _reply, payload, done) => {
+  const keepAnswer = (
+    req: FastifyRequest,
+    _reply: FastifyReply,
+    payload: unknown,
+    done: (err: null, payload: unknown) => void,
+  ) => {
     if (req.auditContext) req.auditContext.answer = payload;
     done(null, payload);
-  });
+  };
 
-  app.addHook('onSend', async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  const write = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const ctx = req.auditContext;
     if (!ctx || ctx.written) return payload;
     ctx.written = true;
@@ -260,7 +270,12 @@ export function installAuditHooks(app: App, sink: AuditSink): void {
       // A request no workspace can be named for (a console sign-in with a key that exists nowhere):
       // the instance's log is its record, never a tenant's trail.
       req.log.warn(
-        { action: ctx.route.action, status, ip: req.ip, userAgent: req.headers['user-agent']?.slice(0, 256) },
+        {
+          action: ctx.route.action,
+          status,
+          ip: req.ip,
+          userAgent: req.headers['user-agent']?.slice(0, AUDIT_LIMITS.userAgentChars),
+        },
         'audited request names no workspace: logged only',
       );
       return payload;
@@ -280,5 +295,18 @@ export function installAuditHooks(app: App, sink: AuditSink): void {
       void reply.code(refused.status).headers(refused.headers!).type('application/json; charset=utf-8');
       return JSON.stringify(toEnvelope(refused, req.id));
     }
+  };
+
+  const append = <T>(existing: T | T[] | undefined, hook: T): T[] =>
+    existing === undefined ? [hook] : Array.isArray(existing) ? [...existing, hook] : [existing, hook];
+  // First of the route's own: a request its own preHandler refuses has reached the route.
+  const prepend = <T>(existing: T | T[] | undefined, hook: T): T[] =>
+    existing === undefined ? [hook] : Array.isArray(existing) ? [hook, ...existing] : [hook, existing];
+
+  app.addHook('onRoute', (route) => {
+    if (!isAudited((route.config as { audit?: AuditDeclaration } | undefined)?.audit)) return;
+    route.preHandler = prepend(route.preHandler, open) as typeof route.preHandler;
+    route.preSerialization = append(route.preSerialization, keepAnswer) as typeof route.preSerialization;
+    route.onSend = append(route.onSend, write) as typeof route.onSend;
   });
 }
