@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import net, { type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { openFrontDoor } from '../src/platform/http/front-door';
 import { createRequestIdGenerator, REQUEST_ID_SHAPE } from '../src/platform/http/request-id';
 import type { App } from '../src/platform/http/types';
 import { createLogger } from '../src/platform/logger';
+import { ROOT } from './child';
 import { expectError } from './expect-error';
 import { ENGINE, type Reply, startTestService, type TestService } from './harness';
 import { waitUntil } from './wait';
@@ -45,6 +47,28 @@ describe(`every answer carries X-Request-Id (${ENGINE})`, () => {
     for (let i = 0; i < 50; i++)
       ids.add(String((await svc.call('GET', '/health', { key: null })).headers['x-request-id']));
     expect(ids.size).toBe(50);
+  });
+
+  it('gives requests of two processes different ids, each process’s in order', () => {
+    const idsOf = () =>
+      execFileSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '-e',
+          "import('./src/platform/http/request-id.ts').then((m) => { for (let i = 0; i < 2000; i++) console.log(m.newRequestId()); })",
+        ],
+        { cwd: ROOT, encoding: 'utf8' },
+      )
+        .trim()
+        .split('\n');
+    const [a, b] = [idsOf(), idsOf()];
+    expect(new Set([...a, ...b]).size).toBe(4000);
+    for (const ids of [a, b]) {
+      expect(ids.every((id) => FRESH.test(id))).toBe(true);
+      expect([...ids].sort()).toEqual(ids);
+    }
   });
 
   it('names the error envelope’s request as the header does', async () => {
