@@ -43,7 +43,10 @@ export interface WalkRequest {
   /** The key to send; default `ws.adminKey`; null for none (a cookie or a token in `headers`). */
   key?: string | null;
   headers?: Record<string, string>;
-  target: string | ((answer: Reply) => string | Promise<string>);
+  /** The target's id; null where the route keeps none (`id: 'none'`). */
+  target: string | null | ((answer: Reply) => string | Promise<string>);
+  /** Values the entry must not contain anywhere (a person's identifier the route must not keep). */
+  absent?: string[];
   /** Default: the admin key of `ws`. */
   principal?: ExpectedPrincipal;
   /** The workspace the entry belongs to; default `ws`. */
@@ -233,6 +236,16 @@ export const WALK_FIXTURES: Record<string, WalkFixture> = {
     principal: { type: 'session', sessionId: () => newestSession(ctx) },
     target: () => newestSession(ctx),
   }),
+  'DELETE /tenant/suppressions/:identifier': async (ctx) => {
+    const email = `walk-suppressed-${randomUUID()}@example.com`;
+    const id = created(await call(ctx, 'POST', '/tenant/profiles', { identity: email })).id;
+    created(await call(ctx, 'DELETE', `/tenant/profiles/${id}?suppress=true`));
+    return { url: `/tenant/suppressions/${encodeURIComponent(email)}`, target: null, absent: [email] };
+  },
+  'GET /tenant/profiles/:id/export': async (ctx) => {
+    const id = await newProfile(ctx);
+    return { url: `/tenant/profiles/${id}/export`, target: id };
+  },
   'DELETE /tenant/session': async (ctx) => {
     const { headers, sessionId } = await signIn(ctx);
     return {

@@ -16,10 +16,12 @@ const svc = await startTestService({ CDP_OPERATOR_TOKEN: OPERATOR_TOKEN });
 afterAll(async () => svc.close());
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** Reads that hand out a workspace's or a person's data in bulk: audited like changes. */
+const isExport = (r: RouteInfo) => r.method === 'GET' && /\/exports?(\/|$)/.test(r.url);
 const name = (r: RouteInfo) => `${r.method} ${r.url}`;
-/** Routes that change state, and routes that declare an action whatever their method (exports). */
+/** Routes that change state, exports, and routes that declare an action whatever their method. */
 const walked = svc.app.routeList.filter(
-  (r) => STATE_CHANGING.has(r.method) || isAudited(r.audit ?? undefined),
+  (r) => STATE_CHANGING.has(r.method) || isExport(r) || isAudited(r.audit ?? undefined),
 );
 
 let ws: TestWorkspace;
@@ -78,7 +80,7 @@ describe.each(walked.map((r) => [name(r), r] as const))(`%s (${ENGINE})`, (route
   it('writes one audit entry naming the action, principal, target and request', async () => {
     if (decl === null) {
       expect.fail(
-        `${route} changes state but declares no audit entry: add \`audit: { action: '<thing>.<verb>', target: '<kind>' }\` ` +
+        `${route} ${isExport(info) ? 'exports data' : 'changes state'} but declares no audit entry: add \`audit: { action: '<thing>.<verb>', target: '<kind>' }\` ` +
           `to its config (or \`audit: { exempt: '<why it needs none>' }\`; platform/http/audit.ts), ` +
           'and a fixture to test/audit-walk.fixtures.ts',
       );
@@ -110,7 +112,7 @@ describe.each(walked.map((r) => [name(r), r] as const))(`%s (${ENGINE})`, (route
       workspace_id: workspaceId,
       action: declared.action,
       target_type: declared.target,
-      target_id: typeof req.target === 'string' ? req.target : await req.target(res),
+      target_id: typeof req.target === 'function' ? await req.target(res) : req.target,
       status: res.status,
       user_agent: 'audit-walk/1.0',
       client_ip: '127.0.0.1',
@@ -143,5 +145,6 @@ describe.each(walked.map((r) => [name(r), r] as const))(`%s (${ENGINE})`, (route
       String(res.headers['set-cookie'] ?? req.headers?.cookie ?? ''),
     )?.[1];
     if (cookie) expect(text).not.toContain(cookie);
+    for (const value of req.absent ?? []) expect(text).not.toContain(value);
   });
 });

@@ -22,6 +22,7 @@ describe('checkDeclaration', () => {
     [{ action: 'webhook.rotate_secret', target: 'webhook', id: 'param.id' }],
     [{ action: 'model.fit', target: 'model_fit', id: 'answer.fit_id' }],
     [{ action: 'settings.update', target: 'workspace', id: 'workspace' }],
+    [{ action: 'suppression.lift', target: 'suppression', id: 'none' }],
     [{ exempt: 'ingest: the event log records it' }],
   ] as const)('accepts %j', (d) => {
     expect(() => checkDeclaration('POST /x', d)).not.toThrow();

@@ -19,7 +19,7 @@ import type { App } from './types';
  */
 
 /** Where the target's id comes from; by default the route's last path parameter, else the answer's `data.id`. */
-export type TargetIdSource = 'workspace' | `param.${string}` | `answer.${string}` | `body.${string}`;
+export type TargetIdSource = 'workspace' | 'none' | `param.${string}` | `answer.${string}` | `body.${string}`;
 
 export interface AuditedRoute {
   /** A stable dotted name, `<what>.<verb>`: `apikey.create`, `profile.erase`, `export.events`. */
@@ -28,7 +28,8 @@ export interface AuditedRoute {
   target: string;
   /**
    * Where its id is: `workspace` (the workspace itself), `param.<name>`, `answer.<path>` (in the
-   * answer's `data`, e.g. `answer.fit_id`) or `body.<path>`.
+   * answer's `data`, e.g. `answer.fit_id`) or `body.<path>`; `none` when the id must not be kept
+   * (a suppressed identifier is a person's e-mail or phone).
    */
   id?: TargetIdSource;
 }
@@ -64,8 +65,8 @@ export function checkDeclaration(route: string, d: AuditDeclaration): void {
   if (!TARGET_SHAPE.test(d.target)) {
     throw new Error(`route ${route}: audit target "${d.target}" is not a snake_case name like api_key`);
   }
-  if (d.id !== undefined && !/^(workspace|(param|answer|body)\.[A-Za-z0-9_.]+)$/.test(d.id)) {
-    throw new Error(`route ${route}: audit id "${d.id}" is not workspace, param.x, answer.x or body.x`);
+  if (d.id !== undefined && !/^(workspace|none|(param|answer|body)\.[A-Za-z0-9_.]+)$/.test(d.id)) {
+    throw new Error(`route ${route}: audit id "${d.id}" is not workspace, none, param.x, answer.x or body.x`);
   }
 }
 
@@ -155,6 +156,7 @@ function targetIdOf(req: FastifyRequest, ctx: AuditContext, workspaceId: string)
     source = params.length > 0 ? `param.${params.at(-1)!}` : 'answer.id';
   }
   if (source === 'workspace') return workspaceId;
+  if (source === 'none') return null;
   const [where, ...path] = source.split('.');
   const root = where === 'param' ? req.params : where === 'body' ? req.body : pathValue(ctx.answer, ['data']);
   const v = pathValue(root, path);
