@@ -28,7 +28,7 @@ export function registerProfileWriteRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/profiles',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'profile.upsert', target: 'profile' } },
       schema: {
         tags,
         security,
@@ -45,7 +45,7 @@ export function registerProfileWriteRoutes(app: App, deps: AppDeps): void {
   app.delete(
     '/tenant/profiles/:id',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'profile.erase', target: 'profile' } },
       schema: {
         tags,
         security,
