@@ -69,7 +69,7 @@ export function registerProfileWriteRoutes(app: App, deps: AppDeps): void {
   app.get(
     '/tenant/profiles/:id/export',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'profile.export', target: 'profile' } },
       schema: {
         tags,
         security,

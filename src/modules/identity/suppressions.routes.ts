@@ -21,7 +21,8 @@ export function registerSuppressionRoutes(app: App, deps: AppDeps): void {
   app.delete(
     '/tenant/suppressions/:identifier',
     {
-      config: { auth: 'admin' },
+      // The identifier itself stays out of the trail: it is the erased person's.
+      config: { auth: 'admin', audit: { action: 'suppression.lift', target: 'suppression', id: 'none' } },
       schema: {
         tags: ['profiles'],
         security: [{ apiKey: [] }],
