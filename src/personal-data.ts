@@ -1,4 +1,5 @@
 import { accountsPersonalData } from './modules/accounts';
+import { auditPersonalData } from './modules/audit';
 import { commercePersonalData } from './modules/commerce';
 import { identityPersonalData } from './modules/identity';
 import { ingestPersonalData } from './modules/ingest';
@@ -33,6 +34,7 @@ export const PERSONAL_DATA: PersonalDataRegistry = {
     intelligencePersonalData,
     commercePersonalData,
     identityPersonalData,
+    auditPersonalData,
     // Last: the rows everything else refers to.
     profilesPersonalData,
   ],

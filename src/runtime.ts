@@ -12,6 +12,7 @@ import {
   type RevocationBroadcast,
   SECRET_SHAPE,
 } from './modules/api-keys';
+import { createAuditSink } from './modules/audit';
 import { createSessionStore } from './modules/console';
 import { createEventWriter } from './modules/ingest/ingest.service';
 import { createSettingsStore } from './modules/workspaces';
@@ -152,6 +153,7 @@ export async function createRuntime(
       // console's session cookie (ignored when the request carries a key).
       principals: [...keyResolvers(keys), sessionCookie(sessions)],
       sessions,
+      audit: createAuditSink(db),
       limits: createRateLimits(redis, { keyPrefix: `cdp:${namespace}:rl` }),
       origins,
       redis,

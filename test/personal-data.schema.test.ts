@@ -65,3 +65,16 @@ describe(`the personal-data registry (${ENGINE})`, () => {
     }
   });
 });
+
+describe('docs/profiles.md, "What is kept about a person"', () => {
+  it('names every registered table and every table declared free of personal data', async () => {
+    const { readFileSync } = await import('node:fs');
+    const doc = readFileSync(new URL('../docs/profiles.md', import.meta.url), 'utf8');
+    const section = doc.slice(
+      doc.indexOf('## What is kept about a person'),
+      doc.indexOf('## Erasure and suppression'),
+    );
+    const named = [...registered.map((t) => t.table), ...PERSONAL_DATA.free.map((t) => t.table)];
+    expect(named.filter((t) => !section.includes(`\`${t}\``))).toEqual([]);
+  });
+});

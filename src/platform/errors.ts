@@ -88,15 +88,18 @@ export interface ErrorEnvelope {
   error_code: ErrorCode;
   message: string;
   timestamp: string;
+  /** The request's id, as in its `X-Request-Id` answer header and its log lines. */
+  request_id: string;
   details?: ErrorDetail[];
 }
 
-export function toEnvelope(err: AppError, now: Date = new Date()): ErrorEnvelope {
+export function toEnvelope(err: AppError, requestId: string, now: Date = new Date()): ErrorEnvelope {
   const body: ErrorEnvelope = {
     status: 'error',
     error_code: err.code,
     message: err.message,
     timestamp: now.toISOString(),
+    request_id: requestId,
   };
   if (err.details && err.details.length > 0) body.details = err.details;
   return body;

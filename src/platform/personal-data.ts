@@ -151,3 +151,22 @@ export interface PersonalDataRegistry {
   owners: readonly PersonalDataOwner[];
   free: readonly NoPersonalData[];
 }
+
+/**
+ * An export section's rows read a page at a time: `page(after)` answers at most `size` rows after the
+ * keyset `after` (from the start when null), and the last row's `keyOf` is where the next page
+ * starts; a short page is the last.
+ */
+export async function* pagedRows<R, K>(
+  size: number,
+  page: (after: K | null) => Promise<readonly R[]>,
+  keyOf: (last: R) => K,
+): AsyncGenerator<R> {
+  let after: K | null = null;
+  for (;;) {
+    const rows = await page(after);
+    yield* rows;
+    if (rows.length < size) return;
+    after = keyOf(rows.at(-1)!);
+  }
+}

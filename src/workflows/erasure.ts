@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import { identifiersOfProfiles, suppressIdentifiers } from '../modules/identity';
+import { suppressIdentifiers } from '../modules/identity';
 import { logHorizon } from '../modules/ingest';
-import { lockProfileFamily, recordErasure, resolveProfileId, withRetry } from '../modules/profiles';
-import { type Db, notify, type Queryable } from '../platform/db';
+import { recordErasure, withRetry } from '../modules/profiles';
+import { type Db, notify } from '../platform/db';
 import { newSortableId } from '../platform/ids';
 import {
   type DataSubject,
@@ -11,6 +11,7 @@ import {
   type PersonalDataRegistry,
 } from '../platform/personal-data';
 import { createSliceSizer, slicerFor } from '../platform/slices';
+import { dataSubject } from './data-subject';
 
 export interface ErasureView {
   id: string;
@@ -30,14 +31,6 @@ const SIZERS = {
   pglite: createSliceSizer({ targetMs: 10, min: 1, max: 5_000, initial: 200 }),
   postgres: createSliceSizer({ targetMs: 50, min: 10, max: 5_000, initial: 1_000 }),
 };
-
-/** The person an id names now: the live profile, every profile merged into it, their identifiers. */
-async function subjectOf(tx: Queryable, workspaceId: string, id: string): Promise<DataSubject> {
-  const survivor = await resolveProfileId(tx, workspaceId, id);
-  // The survivor and every profile merged into it, locked in the one order, all in one go.
-  const profileIds = await lockProfileFamily(tx, survivor);
-  return { workspaceId, profileIds, identifiers: await identifiersOfProfiles(tx, profileIds) };
-}
 
 /** Where each walk stood when the slices ended (its final step goes on from there). */
 type Walks = Map<ErasureSlice, string | null>;
@@ -98,12 +91,14 @@ export async function eraseProfile(
   opts: { suppress: boolean; apiKeyId: string | null },
 ): Promise<ErasureView> {
   const counts: Record<string, number> = {};
-  const first = await withRetry(() => db.transaction((tx) => subjectOf(tx, workspaceId, id)));
+  const first = await withRetry(() =>
+    db.transaction((tx) => dataSubject(tx, workspaceId, id, { lock: true })),
+  );
   const walks = await runSlices(db, registry, first, counts);
   const view = await withRetry(() =>
     db.transaction(async (tx) => {
       // The person again: a merge meanwhile may have brought more profiles and identifiers.
-      const subject = await subjectOf(tx, workspaceId, id);
+      const subject = await dataSubject(tx, workspaceId, id, { lock: true });
       const final: Record<string, number> = { ...counts };
       const add = (table: string, n: number) => {
         final[table] = (final[table] ?? 0) + n;

@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db';
-import type { DataSubject, PersonalDataOwner } from '../../platform/personal-data';
+import { type DataSubject, type PersonalDataOwner, pagedRows } from '../../platform/personal-data';
 import * as repo from './orders.repo';
 import { presentOrder } from './orders.service';
 
@@ -12,19 +12,13 @@ const EXPORT_PAGE = 500;
 
 async function* ordersOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
   for (const profileId of s.profileIds) {
-    let after: [number, number] | null = null;
-    for (;;) {
-      const rows: repo.OrderRow[] = await repo.listOrders(db, s.workspaceId, {
-        profileId,
-        status: null,
-        after,
-        limit: EXPORT_PAGE,
-      });
-      for (const r of rows) yield presentOrder(r);
-      if (rows.length < EXPORT_PAGE) break;
-      const last = rows.at(-1)!;
-      after = [last.occurred_at.getTime(), last.seq];
-    }
+    const rows = pagedRows(
+      EXPORT_PAGE,
+      (after: [number, number] | null) =>
+        repo.listOrders(db, s.workspaceId, { profileId, status: null, after, limit: EXPORT_PAGE }),
+      (last) => [last.occurred_at.getTime(), last.seq] as [number, number],
+    );
+    for await (const r of rows) yield presentOrder(r);
   }
 }
 

@@ -10,6 +10,7 @@ import {
   suppressionHashes,
 } from './identifiers';
 import * as repo from './identity.repo';
+import * as suppressions from './suppressions.repo';
 
 /**
  * The identity graph as other modules use it: what it says about a profile, suppression and
@@ -74,7 +75,7 @@ export async function isSuppressed(
   const hashes = new Set(identifiers.flatMap((i) => suppressionHashes(workspaceId, i)));
   for (const l of legacy) if (l) hashes.add(suppressionHash(workspaceId, l));
   const keys = [...hashes].map((hash) => ({ workspace_id: workspaceId, hash }));
-  return (await repo.findSuppressed(q, keys)).some((s) => s.until_seq === null);
+  return (await suppressions.findSuppressed(q, keys)).some((s) => s.until_seq === null);
 }
 
 /**
@@ -96,7 +97,7 @@ export async function suppressIdentifiers(
     const normal = normalizeStoredIdentifier(i.type, i.value);
     if (normal) hashes.add(suppressionHash(workspaceId, normal));
   }
-  await repo.insertSuppressions(q, workspaceId, [...hashes], untilSeq);
+  await suppressions.insertSuppressions(q, workspaceId, [...hashes], untilSeq);
 }
 
 /**
@@ -111,7 +112,7 @@ export async function liftSuppression(q: Queryable, workspaceId: string, raw: st
     ...hashesOf(workspaceId, classifyAnonymousId(raw), legacyIdentifier(raw, 'anonymous_id')),
   ];
   if (hashes.length === 0) return false;
-  return (await repo.deleteSuppressions(q, workspaceId, hashes)) > 0;
+  return (await suppressions.deleteSuppressions(q, workspaceId, hashes)) > 0;
 }
 
 const hashesOf = (workspaceId: string, id: Identifier | null, legacy: Identifier | null): string[] =>
@@ -119,4 +120,4 @@ const hashesOf = (workspaceId: string, id: Identifier | null, legacy: Identifier
 
 /** Drops the erasure horizons no waiting event can reach any more (every event up to them is settled). */
 export const dropSpentHorizons = (q: Queryable, oldestWaitingSeq: number): Promise<number> =>
-  repo.deleteHorizonsBelow(q, oldestWaitingSeq);
+  suppressions.deleteHorizonsBelow(q, oldestWaitingSeq);

@@ -29,7 +29,6 @@ export {
   type EdgeRow,
   findNodeById,
   findNodes,
-  findSuppressed,
   foldNode,
   insertEdges,
   listIdentifiersOfProfiles,
@@ -63,3 +62,5 @@ export {
 } from './resolve';
 // The processing pipeline's step.
 export { orderingTokens, type ProfilesPort, type ResolvableEvent, resolveIdentities } from './resolve.step';
+export { findSuppressed } from './suppressions.repo';
+export { registerSuppressionRoutes } from './suppressions.routes';

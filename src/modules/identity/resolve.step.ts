@@ -3,8 +3,9 @@ import type { Queryable } from '../../platform/db';
 import { type Settlement, type StepResult, settled } from '../../platform/pipeline';
 import type { GraphBatch } from './graph-batch';
 import { type Identifier, identifierKey, legacyIdentifier, suppressionHashes } from './identifiers';
-import * as repo from './identity.repo';
+import type * as repo from './identity.repo';
 import { decide } from './resolve';
+import { findSuppressed } from './suppressions.repo';
 
 /**
  * The pipeline's identity step (docs/profiles.md): lock the profiles owning the batch's identifiers,
@@ -184,7 +185,7 @@ async function suppressionOf(
   }
   // Until which seq each found hash blocks (Infinity: for good).
   const suppressed = new Map(
-    (await repo.findSuppressed(tx, [...unowned.values()])).map((s) => [
+    (await findSuppressed(tx, [...unowned.values()])).map((s) => [
       `${s.workspace_id}|${s.hash}`,
       s.until_seq === null ? Number.POSITIVE_INFINITY : Number(s.until_seq),
     ]),

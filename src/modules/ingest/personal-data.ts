@@ -1,5 +1,10 @@
 import type { Db, Queryable } from '../../platform/db';
-import { type DataSubject, deletingSlice, type PersonalDataOwner } from '../../platform/personal-data';
+import {
+  type DataSubject,
+  deletingSlice,
+  type PersonalDataOwner,
+  pagedRows,
+} from '../../platform/personal-data';
 import * as erase from './erase.repo';
 import { type EventRecord, eventRecordColumns, eventsBySeq, presentEvent } from './event-record';
 
@@ -15,19 +20,12 @@ const EXPORT_PAGE = 500;
 
 async function* eventsOf(db: Db, subject: DataSubject): AsyncIterable<unknown> {
   for (const profileId of subject.profileIds) {
-    let after: { at: Date; seq: number } | null = null;
-    for (;;) {
-      const rows: Array<EventRecord & { profile_id: string }> = await eventPage(
-        db,
-        subject.workspaceId,
-        profileId,
-        after,
-      );
-      for (const r of rows) yield { ...presentEvent(r), profile_id: r.profile_id };
-      const last = rows.at(-1);
-      if (!last || rows.length < EXPORT_PAGE) break;
-      after = { at: last.occurred_at, seq: Number(last.seq) };
-    }
+    const rows = pagedRows(
+      EXPORT_PAGE,
+      (after: { at: Date; seq: number } | null) => eventPage(db, subject.workspaceId, profileId, after),
+      (last) => ({ at: last.occurred_at, seq: Number(last.seq) }),
+    );
+    for await (const r of rows) yield { ...presentEvent(r), profile_id: r.profile_id };
   }
 }
 

@@ -1,6 +1,11 @@
 import type { Db } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
-import { type DataSubject, deletingSlice, type PersonalDataOwner } from '../../platform/personal-data';
+import {
+  type DataSubject,
+  deletingSlice,
+  type PersonalDataOwner,
+  pagedRows,
+} from '../../platform/personal-data';
 import { deleteFactsAbout, readFactsAbout } from './outbox.repo';
 
 /**
@@ -12,13 +17,12 @@ import { deleteFactsAbout, readFactsAbout } from './outbox.repo';
 const EXPORT_PAGE = 500;
 
 async function* factsOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
-  let after = 0;
-  for (;;) {
-    const rows = await readFactsAbout(db, s.workspaceId, s.profileIds, after, EXPORT_PAGE);
-    for (const f of rows) yield { id: f.id, type: f.type, created_at: iso(f.created_at), data: f.data };
-    if (rows.length < EXPORT_PAGE) return;
-    after = rows.at(-1)!.seq;
-  }
+  const rows = pagedRows(
+    EXPORT_PAGE,
+    (after: number | null) => readFactsAbout(db, s.workspaceId, s.profileIds, after ?? 0, EXPORT_PAGE),
+    (last) => last.seq,
+  );
+  for await (const f of rows) yield { id: f.id, type: f.type, created_at: iso(f.created_at), data: f.data };
 }
 
 export const outboxPersonalData: PersonalDataOwner = {

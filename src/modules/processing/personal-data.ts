@@ -1,6 +1,11 @@
 import type { Db, Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
-import type { DataSubject, ErasureSlice, PersonalDataOwner } from '../../platform/personal-data';
+import {
+  type DataSubject,
+  type ErasureSlice,
+  type PersonalDataOwner,
+  pagedRows,
+} from '../../platform/personal-data';
 import { subjectMatcher } from '../identity';
 import { deleteEventsBySeq, presentEvent } from '../ingest';
 import * as repo from './unapplied.repo';
@@ -47,11 +52,15 @@ async function* unappliedOf(db: Db, subject: DataSubject): AsyncIterable<unknown
   const names = subjectMatcher(subject);
   const PAGE = 1_000;
   for (const scan of [repo.scanBacklog, repo.scanDeadLetters]) {
-    let after = 0;
-    for (;;) {
-      const rows = await scan(db, subject.workspaceId, after, PAGE);
-      const seqs = rows.filter((r) => names(r.identity, r.anonymous_id)).map((r) => r.event_seq);
-      for (const e of await repo.unappliedEvents(db, seqs)) {
+    const scanned = pagedRows(
+      PAGE,
+      (after: number | null) => scan(db, subject.workspaceId, after ?? 0, PAGE),
+      (last) => last.pos,
+    );
+    const seqs: number[] = [];
+    for await (const r of scanned) if (names(r.identity, r.anonymous_id)) seqs.push(r.event_seq);
+    for (let i = 0; i < seqs.length; i += PAGE) {
+      for (const e of await repo.unappliedEvents(db, seqs.slice(i, i + PAGE))) {
         yield {
           ...presentEvent(e),
           state: e.reason === null ? 'waiting' : 'dead_letter',
@@ -59,8 +68,6 @@ async function* unappliedOf(db: Db, subject: DataSubject): AsyncIterable<unknown
           failed_at: iso(e.failed_at),
         };
       }
-      if (rows.length < PAGE) break;
-      after = rows.at(-1)!.pos;
     }
   }
 }

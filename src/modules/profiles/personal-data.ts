@@ -1,8 +1,12 @@
 import type { Db } from '../../platform/db';
-import { iso } from '../../platform/http/envelope';
-import { type DataSubject, deletingSlice, type PersonalDataOwner } from '../../platform/personal-data';
+import {
+  type DataSubject,
+  deletingSlice,
+  type PersonalDataOwner,
+  pagedRows,
+} from '../../platform/personal-data';
 import { deleteLineage, lineagePage } from './lineage.repo';
-import { getProfile } from './profiles.read';
+import { getProfile, presentLineage } from './profiles.read';
 import * as repo from './profiles.repo';
 
 /**
@@ -13,25 +17,12 @@ import * as repo from './profiles.repo';
 const EXPORT_PAGE = 1_000;
 
 async function* lineageOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
-  let after = 0;
-  for (;;) {
-    const rows = await lineagePage(db, s.workspaceId, s.profileIds, after, EXPORT_PAGE);
-    for (const r of rows) {
-      yield {
-        profile_id: r.profile_id,
-        path: r.path,
-        old: r.old_value,
-        new: r.new_value,
-        source_type: r.source_type,
-        source_id: r.source_id,
-        merged_from: r.merged_from,
-        occurred_at: iso(r.occurred_at),
-        recorded_at: iso(r.recorded_at),
-      };
-    }
-    if (rows.length < EXPORT_PAGE) return;
-    after = Number(rows.at(-1)!.seq);
-  }
+  const rows = pagedRows(
+    EXPORT_PAGE,
+    (after: number | null) => lineagePage(db, s.workspaceId, s.profileIds, after ?? 0, EXPORT_PAGE),
+    (last) => Number(last.seq),
+  );
+  for await (const r of rows) yield { profile_id: r.profile_id, ...presentLineage(r) };
 }
 
 /** The live profile as GET /tenant/profiles/{id} shows it, and the ids merged into it: one row. */

@@ -1,6 +1,11 @@
 import type { Db } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
-import { type DataSubject, deletingSlice, type PersonalDataOwner } from '../../platform/personal-data';
+import {
+  type DataSubject,
+  deletingSlice,
+  type PersonalDataOwner,
+  pagedRows,
+} from '../../platform/personal-data';
 import { changesOfProfiles, deleteChangesOfProfiles, membershipsOfProfiles } from './membership.repo';
 import { eraseProfilesFromSegments } from './profile-hooks';
 
@@ -18,15 +23,13 @@ async function* membershipsOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
 }
 
 async function* changesOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
-  let after = 0;
-  for (;;) {
-    const rows = await changesOfProfiles(db, s.workspaceId, s.profileIds, after, EXPORT_PAGE);
-    for (const c of rows) {
-      yield { segment_id: c.segment_id, profile_id: c.profile_id, change: c.change, at: iso(c.at) };
-    }
-    if (rows.length < EXPORT_PAGE) return;
-    after = Number(rows.at(-1)!.seq);
-  }
+  const rows = pagedRows(
+    EXPORT_PAGE,
+    (after: number | null) => changesOfProfiles(db, s.workspaceId, s.profileIds, after ?? 0, EXPORT_PAGE),
+    (last) => Number(last.seq),
+  );
+  for await (const c of rows)
+    yield { segment_id: c.segment_id, profile_id: c.profile_id, change: c.change, at: iso(c.at) };
 }
 
 export const segmentsPersonalData: PersonalDataOwner = {

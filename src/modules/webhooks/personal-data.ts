@@ -1,6 +1,11 @@
 import type { Db } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
-import { type DataSubject, deletingSlice, type PersonalDataOwner } from '../../platform/personal-data';
+import {
+  type DataSubject,
+  deletingSlice,
+  type PersonalDataOwner,
+  pagedRows,
+} from '../../platform/personal-data';
 import { deliveriesAbout, eraseDeliveriesAbout } from './deliveries.repo';
 
 /**
@@ -12,24 +17,23 @@ import { deliveriesAbout, eraseDeliveriesAbout } from './deliveries.repo';
 const EXPORT_PAGE = 500;
 
 async function* deliveriesOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
-  let after = 0;
-  for (;;) {
-    const rows = await deliveriesAbout(db, s.workspaceId, s.profileIds, after, EXPORT_PAGE);
-    for (const d of rows) {
-      yield {
-        id: d.id,
-        subscription_id: d.subscription_id,
-        event_id: d.event_id,
-        event_type: d.event_type,
-        status: d.status,
-        attempts: d.attempts,
-        created_at: iso(d.created_at),
-        last_attempt_at: iso(d.last_attempt_at),
-        body: d.body,
-      };
-    }
-    if (rows.length < EXPORT_PAGE) return;
-    after = rows.at(-1)!.seq;
+  const rows = pagedRows(
+    EXPORT_PAGE,
+    (after: number | null) => deliveriesAbout(db, s.workspaceId, s.profileIds, after ?? 0, EXPORT_PAGE),
+    (last) => last.seq,
+  );
+  for await (const d of rows) {
+    yield {
+      id: d.id,
+      subscription_id: d.subscription_id,
+      event_id: d.event_id,
+      event_type: d.event_type,
+      status: d.status,
+      attempts: d.attempts,
+      created_at: iso(d.created_at),
+      last_attempt_at: iso(d.last_attempt_at),
+      body: d.body,
+    };
   }
 }
 
