@@ -26,7 +26,7 @@ export const jobsWorker: WorkerModule = {
     await registerMaintenance(runner, erasureHorizonsTask());
     await registerSegmentJobs(runner, { log: deps.log });
     await registerIntelligenceJobs(runner, { log: deps.log, settings: deps.settings });
-    registerRepairJobs(runner, { log: deps.log });
+    registerRepairJobs(runner, { log: deps.log, settings: deps.settings });
     const stopPump = await registerWebhookJobs(runner, {
       db: deps.db,
       log: deps.log,

@@ -251,3 +251,101 @@ export async function deleteNodesOfProfiles(
   );
   return rowCount;
 }
+
+/**
+ * The repair of look-alike identifiers (src/workflows/repair.ts) walks the nodes by id, a window of
+ * `window` nodes per statement (an index range, whatever the table's size), and answers the ones in
+ * the window normalization may change: a value that is not plain ASCII, or an e-mail ending in a dot.
+ * Every other value is unchanged by normalization (identifiers.test.ts shows it for ASCII). `last`
+ * is the window's last id (null: the walk is done).
+ */
+export async function scanLookAlikeNodes(
+  q: Queryable,
+  afterId: string | null,
+  window: number,
+): Promise<{ last: string | null; rows: NodeRef[] }> {
+  const { rows } = await q.query<NodeRef & { last: string }>(
+    `WITH w AS (
+       SELECT id, workspace_id, type, value, profile_id FROM identity_nodes
+        WHERE id > COALESCE($1::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+        ORDER BY id LIMIT $2)
+     SELECT l.last, w.id, w.workspace_id, w.type, w.value, w.profile_id
+       FROM (SELECT id AS last FROM w ORDER BY id DESC LIMIT 1) l
+       LEFT JOIN w ON octet_length(w.value) <> char_length(w.value) OR (w.type = 'email' AND w.value LIKE '%.')`,
+    [afterId, window],
+  );
+  const last = rows[0]?.last ?? null;
+  return {
+    last,
+    rows: rows
+      .filter((r) => r.id !== null)
+      .map((r) => ({
+        id: r.id,
+        workspace_id: r.workspace_id,
+        type: r.type,
+        value: r.value,
+        profile_id: r.profile_id,
+      })),
+  };
+}
+
+/** A node's identifier, read again by id inside the repair's transaction (null: erased meanwhile). */
+export async function findNodeById(q: Queryable, workspaceId: string, id: string): Promise<NodeRef | null> {
+  const { rows } = await q.query<NodeRef>(
+    'SELECT id, workspace_id, type, value, profile_id FROM identity_nodes WHERE workspace_id = $1 AND id = $2',
+    [workspaceId, id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Gives a node its normalized identifier (the repair, when no node holds that one yet). */
+export async function renameNode(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+  to: { type: IdentifierType; value: string },
+): Promise<void> {
+  await q.query('UPDATE identity_nodes SET type = $3, value = $4 WHERE workspace_id = $1 AND id = $2', [
+    workspaceId,
+    id,
+    to.type,
+    to.value,
+  ]);
+}
+
+/**
+ * Folds a look-alike node into the node of its normal form, both of one profile: its edges (the
+ * evidence) now end at that node (an edge it would duplicate, or that would join the node to itself,
+ * goes), the node's seen times widen to cover the look-alike's, and the look-alike goes.
+ */
+export async function foldNode(
+  q: Queryable,
+  workspaceId: string,
+  fromId: string,
+  intoId: string,
+): Promise<void> {
+  await q.query(
+    `INSERT INTO identity_edges (workspace_id, from_node, to_node, event_id, created_at)
+     SELECT workspace_id, f, t, event_id, created_at FROM (
+       SELECT workspace_id, event_id, created_at,
+              CASE WHEN from_node = $2 THEN $3::uuid ELSE from_node END AS f,
+              CASE WHEN to_node = $2 THEN $3::uuid ELSE to_node END AS t
+         FROM identity_edges WHERE workspace_id = $1 AND (from_node = $2 OR to_node = $2)) e
+      WHERE f <> t
+      ORDER BY f, t
+     ON CONFLICT (from_node, to_node) DO NOTHING`,
+    [workspaceId, fromId, intoId],
+  );
+  await q.query(
+    `UPDATE identity_nodes n SET first_seen = LEAST(n.first_seen, o.first_seen), last_seen = GREATEST(n.last_seen, o.last_seen)
+       FROM identity_nodes o WHERE n.workspace_id = $1 AND n.id = $3 AND o.id = $2`,
+    [workspaceId, fromId, intoId],
+  );
+  // Its edges go with it (ON DELETE CASCADE).
+  await q.query('DELETE FROM identity_nodes WHERE workspace_id = $1 AND id = $2', [workspaceId, fromId]);
+}
+
+/** Removes a look-alike node its profile may not keep (the repair could not merge the two owners). */
+export async function deleteNode(q: Queryable, workspaceId: string, id: string): Promise<void> {
+  await q.query('DELETE FROM identity_nodes WHERE workspace_id = $1 AND id = $2', [workspaceId, id]);
+}

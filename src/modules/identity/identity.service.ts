@@ -1,6 +1,14 @@
 import type { Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
-import { classifyAnonymousId, classifyIdentity, type Identifier, suppressionHash } from './identifiers';
+import {
+  classifyAnonymousId,
+  classifyIdentity,
+  type Identifier,
+  legacyIdentifier,
+  normalizeStoredIdentifier,
+  suppressionHash,
+  suppressionHashes,
+} from './identifiers';
 import * as repo from './identity.repo';
 import * as suppressions from './suppressions.repo';
 
@@ -54,14 +62,19 @@ export async function readGraphOfProfile(
 
 /**
  * Whether any of these identifiers of a workspace was erased with suppression (blocked for good:
- * an erasure's horizon only concerns events received before it, never a new write).
+ * an erasure's horizon only concerns events received before it, never a new write). Each is looked
+ * up under every hash it may have been suppressed as (`suppressionHashes`); `legacy` adds what older
+ * versions made of the raw values (`legacyIdentifier`).
  */
 export async function isSuppressed(
   q: Queryable,
   workspaceId: string,
   identifiers: readonly Identifier[],
+  legacy: ReadonlyArray<Identifier | null> = [],
 ): Promise<boolean> {
-  const keys = identifiers.map((i) => ({ workspace_id: workspaceId, hash: suppressionHash(workspaceId, i) }));
+  const hashes = new Set(identifiers.flatMap((i) => suppressionHashes(workspaceId, i)));
+  for (const l of legacy) if (l) hashes.add(suppressionHash(workspaceId, l));
+  const keys = [...hashes].map((hash) => ({ workspace_id: workspaceId, hash }));
   return (await suppressions.findSuppressed(q, keys)).some((s) => s.until_seq === null);
 }
 
@@ -76,12 +89,15 @@ export async function suppressIdentifiers(
   identifiers: readonly Identifier[],
   untilSeq: number | null,
 ): Promise<void> {
-  await suppressions.insertSuppressions(
-    q,
-    workspaceId,
-    identifiers.map((i) => suppressionHash(workspaceId, i)),
-    untilSeq,
-  );
+  // A stored identifier the repair of look-alikes has not reached yet is blocked in its normal form
+  // too, which is what every later check looks up.
+  const hashes = new Set<string>();
+  for (const i of identifiers) {
+    hashes.add(suppressionHash(workspaceId, i));
+    const normal = normalizeStoredIdentifier(i.type, i.value);
+    if (normal) hashes.add(suppressionHash(workspaceId, normal));
+  }
+  await suppressions.insertSuppressions(q, workspaceId, [...hashes], untilSeq);
 }
 
 /**
@@ -90,11 +106,17 @@ export async function suppressIdentifiers(
  * Answers whether anything was on the list.
  */
 export async function liftSuppression(q: Queryable, workspaceId: string, raw: string): Promise<boolean> {
-  const ids = [classifyIdentity(raw), classifyAnonymousId(raw)].filter((i): i is Identifier => i !== null);
-  if (ids.length === 0) return false;
-  const hashes = ids.map((i) => suppressionHash(workspaceId, i));
+  // Every spelling the identifier may be on the list as goes with it (suppressionHashes).
+  const hashes = [
+    ...hashesOf(workspaceId, classifyIdentity(raw), legacyIdentifier(raw, 'identity')),
+    ...hashesOf(workspaceId, classifyAnonymousId(raw), legacyIdentifier(raw, 'anonymous_id')),
+  ];
+  if (hashes.length === 0) return false;
   return (await suppressions.deleteSuppressions(q, workspaceId, hashes)) > 0;
 }
+
+const hashesOf = (workspaceId: string, id: Identifier | null, legacy: Identifier | null): string[] =>
+  id ? suppressionHashes(workspaceId, id, legacy) : legacy ? [suppressionHash(workspaceId, legacy)] : [];
 
 /** Drops the erasure horizons no waiting event can reach any more (every event up to them is settled). */
 export const dropSpentHorizons = (q: Queryable, oldestWaitingSeq: number): Promise<number> =>

@@ -14,21 +14,31 @@ export {
   identifierKey,
   junkSet,
   junkSetFromSettings,
+  legacyIdentifier,
   MAX_IDENTIFIER_LENGTH,
   normalizeEmail,
+  normalizeStoredIdentifier,
+  normalizeText,
   suppressionHash,
+  suppressionHashes,
 } from './identifiers';
 // The graph's writes, for the profiles unit of work (profile-batch) that changes profiles and graph
 // together in one transaction.
 export {
+  deleteNode,
   type EdgeRow,
+  findNodeById,
   findNodes,
+  foldNode,
   insertEdges,
   listIdentifiersOfProfiles,
   type NodeKey,
+  type NodeRef,
   type NodeRow,
   type NodeWrite,
+  renameNode,
   repointNodes,
+  scanLookAlikeNodes,
   upsertNodes,
 } from './identity.repo';
 export {

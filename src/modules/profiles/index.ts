@@ -19,6 +19,7 @@ export {
   listMergedAway,
   listMergedIds,
   liveProfileSliceEnd,
+  scanLookAlikeEmails,
 } from './profile-reads.repo';
 export {
   findLiveProfileId,
@@ -39,6 +40,7 @@ export {
   lockProfiles,
   type ProfileHead,
   type ProfileRow,
+  setNormalizedEmails,
 } from './profiles.repo';
 export { checkAttributeWrite, lockInto, storeOrderSummary, withRetry } from './profiles.write';
 // The intelligence module's scores, written onto the profile row, and their distributions.
