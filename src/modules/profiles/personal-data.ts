@@ -1,7 +1,7 @@
 import type { Db } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { type DataSubject, deletingSlice, type PersonalDataOwner } from '../../platform/personal-data';
-import { deleteLineage, lineagePage } from './lineage.repo';
+import { deleteExpiredLineage, deleteLineage, lineagePage } from './lineage.repo';
 import { getProfile } from './profiles.read';
 import * as repo from './profiles.repo';
 
@@ -71,4 +71,5 @@ export const profilesPersonalData: PersonalDataOwner = {
     { name: 'profile', rows: profileOf },
     { name: 'lineage', rows: lineageOf },
   ],
+  sweeps: [{ setting: 'lineage_days', tables: ['profile_lineage'], sweep: deleteExpiredLineage }],
 };

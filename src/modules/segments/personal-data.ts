@@ -1,7 +1,12 @@
 import type { Db } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { type DataSubject, deletingSlice, type PersonalDataOwner } from '../../platform/personal-data';
-import { changesOfProfiles, deleteChangesOfProfiles, membershipsOfProfiles } from './membership.repo';
+import {
+  changesOfProfiles,
+  deleteChangesOfProfiles,
+  deleteExpiredChanges,
+  membershipsOfProfiles,
+} from './membership.repo';
 import { eraseProfilesFromSegments } from './profile-hooks';
 
 /**
@@ -64,4 +69,5 @@ export const segmentsPersonalData: PersonalDataOwner = {
     { name: 'segment_memberships', rows: membershipsOf },
     { name: 'segment_changes', rows: changesOf },
   ],
+  sweeps: [{ setting: 'segment_changes_days', tables: ['segment_changes'], sweep: deleteExpiredChanges }],
 };
