@@ -1,4 +1,4 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setTimeout as pause } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { allWorkspaceSettings, type RetentionDays, type SettingsStore } from '../modules/workspaces';
 import type { Db } from '../platform/db';
@@ -15,10 +15,11 @@ import { createSliceSizer, type SliceSizer, slicerFor } from '../platform/slices
  *   setting that is not `forever`, so the runner's round robin between workspaces and its cap of half
  *   the slots per workspace apply to retention as to any workspace's work;
  * - `{workspace_id, at}` sweeps one workspace, each sweep in batches of one short transaction sized
- *   by time (about 10 ms of the embedded database's one connection, 100 ms on PostgreSQL), on the
- *   analytics lane (behind requests and event processing on PGlite; its own pool on PostgreSQL). A
- *   job stops after RETENTION_BUDGET_MS and queues its continuation behind the other workspaces'
- *   jobs, so one workspace's million expired rows hold a slot for seconds at a time, never longer.
+ *   by time (about 10 ms of the embedded database's one connection, 100 ms on PostgreSQL) with a rest
+ *   as long after each, on the analytics lane (behind requests and event processing on PGlite; its own
+ *   pool on PostgreSQL). A job stops after RETENTION_BUDGET_MS and queues its continuation behind the
+ *   other workspaces' jobs, so one workspace's million expired rows hold a slot for seconds at a
+ *   time, never longer.
  *   `at` is the moment the cutoffs count back from (the plan's time; a continuation keeps it).
  *
  * Each job logs `retention: workspace swept` and reports, in `cdp jobs`, what it removed per sweep.
@@ -66,10 +67,19 @@ const SIZERS = {
   postgres: createSliceSizer({ targetMs: 100, min: 10, max: 10_000, initial: 500 }),
 };
 
+/**
+ * After each batch the sweep rests as long as the batch took: it uses at most about half of one
+ * connection's (and one core's) time, so a neighbour's requests mostly find both free, and the sweep
+ * still removes rows dozens of times faster than ingest writes them (docs/benchmarks.md).
+ */
+const REST_PER_BATCH = 1;
+
 export interface SweepOptions {
   budgetMs?: number;
   signal?: AbortSignal;
   sizer?: SliceSizer;
+  /** The rest after a batch, as a multiple of the batch's time (default 1; 0: none). */
+  rest?: number;
 }
 
 /**
@@ -105,12 +115,13 @@ export async function sweepWorkspace(
       const size = slicer.size();
       const t0 = performance.now();
       const n = await db.transaction((tx) => sweep.sweep(tx, workspaceId, before, size));
-      slicer.record(size, performance.now() - t0);
+      const took = performance.now() - t0;
+      slicer.record(size, took);
       report.batches++;
       report.removed[name] += n;
       if (n < size) break;
-      // Whatever waited meanwhile (a request, the next statement of another workspace) goes first.
-      await nextTurn();
+      // Whatever waited meanwhile (a request, another workspace's work) goes first, with room to spare.
+      await pause(took * (opts.rest ?? REST_PER_BATCH));
     }
   }
   return finish(true);
