@@ -1,7 +1,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { allWorkspaceSettings, type RetentionDays, type SettingsStore } from '../modules/workspaces';
-import type { Db } from '../platform/db';
+import { type Db, preferIndexOrder } from '../platform/db';
 import { enqueue, type JobRunner } from '../platform/jobs';
 import type { PersonalDataRegistry, RetentionSetting, RetentionSweep } from '../platform/personal-data';
 import { createSliceSizer, type SliceSizer, slicerFor } from '../platform/slices';
@@ -114,7 +114,11 @@ export async function sweepWorkspace(
       if (opts.signal?.aborted || performance.now() - started >= budgetMs) return finish(false);
       const size = slicer.size();
       const t0 = performance.now();
-      const n = await db.transaction((tx) => sweep.sweep(tx, workspaceId, before, size));
+      const n = await db.transaction(async (tx) => {
+        // Each sweep reads its oldest rows in its index's order: never a bitmap of all expired rows.
+        await preferIndexOrder(tx);
+        return sweep.sweep(tx, workspaceId, before, size);
+      });
       const took = performance.now() - t0;
       slicer.record(size, took);
       report.batches++;

@@ -14,6 +14,7 @@ export {
   isStorageUnavailable,
 } from './errors';
 export { notify } from './notify';
+export { preferIndexOrder } from './planner';
 export type { OnOpenEvent, OpenEvent } from './open-progress';
 export type { Db, Queryable, QueryOptions, QueryResult, TransactionOptions } from './port';
 
