@@ -34,6 +34,8 @@ const BATCH = 1000;
 const IN_FLIGHT = 4;
 /** B's idle window, measured after the restart that precedes the sweep. */
 const IDLE_MS = 15_000;
+/** B's requests before the idle window, not counted: a restarted service warms up first. */
+const WARM_MS = 5_000;
 const NAMES = ['Page Viewed', 'Product Viewed', 'Added to Cart', 'Checkout Started', 'Signed In'];
 
 function eventsFor(engine: EngineName): number {
@@ -226,16 +228,18 @@ export default async function run(): Promise<void> {
           key: `ws:${svc.workspaceId}`,
           workspaceId: svc.workspaceId,
           payload: { workspace_id: svc.workspaceId, at: new Date(Date.now() + 2 * DAY_MS).toISOString() },
-          delayMs: IDLE_MS + 30_000,
+          delayMs: IDLE_MS + WARM_MS + 30_000,
         });
         return rows[0]!.n;
       });
-      const dueAt = performance.now() + IDLE_MS + 30_000;
+      const dueAt = performance.now() + IDLE_MS + WARM_MS + 30_000;
       await svc.restart();
-      if (dueAt - performance.now() < IDLE_MS + 1_000)
+      if (dueAt - performance.now() < WARM_MS + IDLE_MS + 1_000)
         throw new Error('the restart took too long for the idle window');
-      await sleep(dueAt - performance.now() - IDLE_MS - 1_000);
+      await sleep(dueAt - performance.now() - WARM_MS - IDLE_MS - 1_000);
       const b = { url: svc.url, key: bKey };
+      // A restarted service is cold (JIT, caches): its first seconds are neither idle nor busy.
+      await quietTraffic(b, performance.now() + WARM_MS);
       const idle = await quietTraffic(b, performance.now() + IDLE_MS);
       // B goes on from just before the job is due until its last job has logged; the samples that
       // overlap the sweep (its jobs' start and end, from their log lines) are the busy ones.
