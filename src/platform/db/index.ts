@@ -14,8 +14,8 @@ export {
   isStorageUnavailable,
 } from './errors';
 export { notify } from './notify';
-export { preferIndexOrder } from './planner';
 export type { OnOpenEvent, OpenEvent } from './open-progress';
+export { preferIndexOrder } from './planner';
 export type { Db, Queryable, QueryOptions, QueryResult, TransactionOptions } from './port';
 
 /**
