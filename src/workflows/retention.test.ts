@@ -348,7 +348,8 @@ describe(`the retention job (${ENGINE})`, () => {
     expect(queued).toBeGreaterThanOrEqual(2);
     expect(await jobsOf(keeper)).toEqual([]);
     const planned = await jobsOf(other);
-    expect(planned.map((j) => j.key)).toEqual([`ws:${other.id}`]);
+    // (The service's own hourly plan may have queued one too: the same key.)
+    expect([...new Set(planned.map((j) => j.key))]).toEqual([`ws:${other.id}`]);
   });
 
   it('stops at its budget, logs what it did, and queues its continuation behind other workspaces', async () => {

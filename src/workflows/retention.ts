@@ -1,7 +1,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { allWorkspaceSettings, type RetentionDays, type SettingsStore } from '../modules/workspaces';
-import { type Db, preferIndexOrder } from '../platform/db';
+import { type Db, preferIndexOrder, type Queryable } from '../platform/db';
 import { enqueue, type JobRunner } from '../platform/jobs';
 import type { PersonalDataRegistry, RetentionSetting, RetentionSweep } from '../platform/personal-data';
 import { createSliceSizer, type SliceSizer, slicerFor } from '../platform/slices';
@@ -140,12 +140,10 @@ export interface RetentionJobOptions {
 
 /** Queues a sweep of every workspace with something that can expire, cutoffs counted back from `at`. */
 export async function planRetention(db: Db, registry: PersonalDataRegistry, at: Date): Promise<number> {
-  const settings = new Set(sweepsOf(registry).map((s) => s.setting));
+  const settings = [...new Set(sweepsOf(registry).map((s) => s.setting))];
   let queued = 0;
   for await (const page of allWorkspaceSettings(db)) {
-    const due = page.filter((w) =>
-      [...settings].some((s) => cutoffOf((w.settings.retention as Record<string, RetentionDays>)[s], at)),
-    );
+    const due = page.filter((w) => settings.some((s) => cutoffOf(w.settings.retention[s], at)));
     await db.transaction(async (tx) => {
       for (const w of due) await enqueueSweep(tx, w.id, at);
     });
@@ -155,12 +153,7 @@ export async function planRetention(db: Db, registry: PersonalDataRegistry, at: 
 }
 
 /** Queues a sweep of one workspace (nothing new if one is queued or running under the same key). */
-export function enqueueSweep(
-  q: Parameters<typeof enqueue>[0],
-  workspaceId: string,
-  at: Date,
-  key = `ws:${workspaceId}`,
-) {
+export function enqueueSweep(q: Queryable, workspaceId: string, at: Date, key = `ws:${workspaceId}`) {
   return enqueue(q, {
     queue: RETENTION_QUEUE,
     key,
