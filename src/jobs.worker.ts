@@ -5,7 +5,7 @@ import { registerSegmentJobs } from './modules/segments';
 import { registerWebhookJobs } from './modules/webhooks';
 import { createJobRunner, pruneJobsTask, registerMaintenance } from './platform/jobs';
 import type { WorkerModule } from './worker';
-import { registerRepairJobs } from './workflows';
+import { registerRepairJobs, registerRetentionJobs } from './workflows';
 
 /** How long a SIGTERM waits for running jobs before releasing them to another process. */
 const JOBS_DRAIN_MS = 10_000;
@@ -14,7 +14,8 @@ const JOBS_DRAIN_MS = 10_000;
  * The shared job runner (platform/jobs) of a worker process: the queues of webhook deliveries,
  * segment refreshes and model fits register here as those capabilities land: today the segment
  * membership refreshes (modules/segments), the model fits and per-order rescoring
- * (modules/intelligence), the one-off data repairs (workflows/repair.ts), the webhook fan-out and deliveries (modules/webhooks; its fan-out pump also
+ * (modules/intelligence), the one-off data repairs (workflows/repair.ts), the retention sweep
+ * (workflows/retention.ts), the webhook fan-out and deliveries (modules/webhooks; its fan-out pump also
  * starts and stops here) and the maintenance schedule (pruning finished jobs and vacuuming their table).
  */
 export const jobsWorker: WorkerModule = {
@@ -27,6 +28,12 @@ export const jobsWorker: WorkerModule = {
     await registerSegmentJobs(runner, { log: deps.log });
     await registerIntelligenceJobs(runner, { log: deps.log, settings: deps.settings });
     registerRepairJobs(runner, { log: deps.log, settings: deps.settings });
+    // Over the personal-data registry, which only the composition root holds (deps.personalData).
+    await registerRetentionJobs(runner, {
+      log: deps.log,
+      settings: deps.settings,
+      registry: deps.personalData,
+    });
     const stopPump = await registerWebhookJobs(runner, {
       db: deps.db,
       log: deps.log,

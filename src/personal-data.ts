@@ -14,8 +14,9 @@ import type { PersonalDataRegistry } from './platform/personal-data';
 /**
  * Where personal data lives: every module's tables of it, and every table that holds none, with the
  * reason (src/platform/personal-data.ts says what an owner registers). The erasure workflow, the
- * access export and the retention sweep run this list, so whatever is registered here is forgotten,
- * exported and expired by all of them; `test/personal-data.schema.test.ts` compares it with the
+ * access export and the retention sweep (src/workflows/retention.ts) run this list, so whatever is
+ * registered here is forgotten, exported and expired by all of them;
+ * `test/personal-data.schema.test.ts` compares it with the
  * tables of the database and fails for one that is missing. docs/profiles.md ("What is kept about a
  * person") is this table in words.
  *

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RETENTION_KEYS } from '../src/modules/workspaces';
 import { PERSONAL_DATA } from '../src/personal-data';
 import { ENGINE, startTestService, type TestService } from './harness';
 
@@ -15,6 +16,7 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 const registered = PERSONAL_DATA.owners.flatMap((o) => o.tables.map((t) => ({ ...t, module: o.module })));
+const sweeps = PERSONAL_DATA.owners.flatMap((o) => (o.sweeps ?? []).map((s) => ({ ...s, module: o.module })));
 
 async function schemaTables(): Promise<string[]> {
   const { rows } = await svc.rt.deps.db.query<{ table_name: string }>(
@@ -52,6 +54,37 @@ describe(`the personal-data registry (${ENGINE})`, () => {
         expect(sections.has(t.exported.section), `${t.table}: ${t.exported.section}`).toBe(true);
       else expect(t.exported.not.length, t.table).toBeGreaterThan(10);
     }
+  });
+
+  it('removes every table kept for a retention setting with a sweep of that setting', () => {
+    const uncovered = registered
+      .filter((t) => 'setting' in t.kept)
+      .filter(
+        (t) =>
+          !sweeps.some(
+            (s) => 'setting' in t.kept && s.setting === t.kept.setting && s.tables.includes(t.table),
+          ),
+      )
+      .map((t) => `${t.module}: ${t.table} (${'setting' in t.kept ? t.kept.setting : ''})`);
+    expect(uncovered, 'add a sweep of the setting listing the table to its owner’s personal-data.ts').toEqual(
+      [],
+    );
+  });
+
+  it('sweeps only by real retention settings, and every retention setting has a sweep', () => {
+    const settings: readonly string[] = RETENTION_KEYS;
+    expect(
+      sweeps.filter((s) => !settings.includes(s.setting)).map((s) => `${s.module}: ${s.setting}`),
+    ).toEqual([]);
+    const swept = new Set(sweeps.map((s) => s.setting as string));
+    const unswept = settings.filter((k) => !swept.has(k));
+    expect(unswept, 'a retention setting nothing removes rows for').toEqual([]);
+    for (const s of sweeps) expect(s.tables.length, `${s.module}: ${s.setting}`).toBeGreaterThan(0);
+  });
+
+  it('names only tables of the schema in its sweeps', async () => {
+    const tables = new Set(await schemaTables());
+    expect(sweeps.flatMap((s) => s.tables).filter((t) => !tables.has(t))).toEqual([]);
   });
 
   it('fails for a table that is neither registered nor declared (the check itself works)', async () => {

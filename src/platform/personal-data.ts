@@ -86,7 +86,9 @@ export interface ExportSection {
 
 /**
  * A retention rule: removes at most `limit` rows of one workspace written before `before`,
- * answering how many went (fewer than `limit`: nothing older is left).
+ * answering how many went (fewer than `limit`: nothing older is left). The retention job calls it in
+ * a transaction of its own with sorts off (db/planner.ts `preferIndexOrder`), so a statement
+ * `… ORDER BY <time> LIMIT $limit` on the table's time index reads only the rows it removes.
  */
 export interface RetentionSweep {
   setting: RetentionSetting;

@@ -9,6 +9,7 @@
  *   erasure         eraseProfile (DELETE /tenant/profiles/{id})
  *   identity-graph  getGraph (GET /identity/graph/{id})
  *   repair          one-off repairs of data older versions left wrong, run as jobs
+ *   retention       the sweep of expired rows, over the personal-data registry, run as jobs
  */
 export { type ErasureView, eraseProfile } from './erasure';
 export { registerIdentityRoutes } from './identity.routes';
@@ -32,3 +33,11 @@ export {
   repairLookAlikeIdentifiers,
   repairStrandedOrders,
 } from './repair';
+export {
+  enqueueSweep,
+  RETENTION_QUEUE,
+  type RetentionPayload,
+  registerRetentionJobs,
+  type SweepReport,
+  sweepWorkspace,
+} from './retention';

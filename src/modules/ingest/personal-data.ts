@@ -7,6 +7,7 @@ import {
 } from '../../platform/personal-data';
 import * as erase from './erase.repo';
 import { type EventRecord, eventRecordColumns, eventsBySeq, presentEvent } from './event-record';
+import { deleteExpiredEvents } from './retention.repo';
 
 /**
  * The event log's personal data (docs/profiles.md, "What is kept about a person"): every event a
@@ -87,4 +88,11 @@ export const ingestPersonalData: PersonalDataOwner = {
     ),
   ],
   sections: [{ name: 'events', rows: eventsOf }],
+  sweeps: [
+    {
+      setting: 'events_days',
+      tables: ['events', 'event_profiles', 'event_properties', 'dead_letters'],
+      sweep: deleteExpiredEvents,
+    },
+  ],
 };

@@ -6,6 +6,7 @@
 
 export {
   deleteFactsAbout,
+  deleteSettledFacts,
   factSubject,
   OUTBOX_CHANNEL,
   OUTBOX_START,

@@ -101,6 +101,30 @@ export async function deleteFactsAbout(
   return rowCount;
 }
 
+/**
+ * Retention: deletes at most `limit` facts of the workspace written before `before` that every
+ * consumer has read, oldest first, answering how many went. `readUpTo` is the snapshot its one
+ * consumer, the webhook fan-out, has read every fact of (OutboxCursor.snap); null when the workspace
+ * has no consumer (no enabled subscription: a first one starts at the outbox's end), so every fact is
+ * settled. A fact not read yet stays, however old: it is still owed to a receiver.
+ */
+export async function deleteSettledFacts(
+  q: Queryable,
+  workspaceId: string,
+  before: Date,
+  readUpTo: string | null,
+  limit: number,
+): Promise<number> {
+  const { rowCount } = await q.query(
+    `DELETE FROM outbox WHERE seq = ANY(ARRAY(
+       SELECT seq FROM outbox WHERE workspace_id = $1 AND created_at < $2
+          AND ($3::text IS NULL OR pg_visible_in_snapshot(xid, $3::text::pg_snapshot))
+        ORDER BY created_at LIMIT $4))`,
+    [workspaceId, before, readUpTo, limit],
+  );
+  return rowCount;
+}
+
 /** The facts about these profiles, oldest first, a page at a time (the access export). */
 export async function readFactsAbout(
   q: Queryable,

@@ -11,7 +11,8 @@ import { deleteFactsAbout, readFactsAbout } from './outbox.repo';
 /**
  * Facts about a person (profile.created with their profile, order.completed, segment changes, …),
  * written for the webhooks and read once by each consumer. Found by the profile they are about
- * (`factSubject`).
+ * (`factSubject`). Their retention sweep (`outbox_days`) is registered by the webhooks module: the
+ * fan-out is the one consumer and knows which facts it has read (deleteSettledFacts).
  */
 
 const EXPORT_PAGE = 500;

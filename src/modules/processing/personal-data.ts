@@ -8,6 +8,7 @@ import {
 } from '../../platform/personal-data';
 import { subjectMatcher } from '../identity';
 import { deleteEventsBySeq, presentEvent } from '../ingest';
+import { deleteExpiredDeadLetters } from './retention.repo';
 import * as repo from './unapplied.repo';
 
 /**
@@ -94,4 +95,7 @@ export const processingPersonalData: PersonalDataOwner = {
   },
   slices: [erasingScan('event_backlog', repo.scanBacklog), erasingScan('dead_letters', repo.scanDeadLetters)],
   sections: [{ name: 'unapplied_events', rows: unappliedOf }],
+  sweeps: [
+    { setting: 'dead_letters_days', tables: ['dead_letters', 'events'], sweep: deleteExpiredDeadLetters },
+  ],
 };

@@ -141,3 +141,22 @@ export async function lineagePage(
   );
   return rows;
 }
+
+/**
+ * Retention: deletes at most `limit` lineage rows of the workspace recorded before `before`, oldest
+ * first, answering how many went. The profile keeps its values; only the history of how they came
+ * to be grows shorter.
+ */
+export async function deleteExpiredLineage(
+  q: Queryable,
+  workspaceId: string,
+  before: Date,
+  limit: number,
+): Promise<number> {
+  const { rowCount } = await q.query(
+    `DELETE FROM profile_lineage WHERE seq = ANY(ARRAY(
+       SELECT seq FROM profile_lineage WHERE workspace_id = $1 AND recorded_at < $2 ORDER BY recorded_at LIMIT $3))`,
+    [workspaceId, before, limit],
+  );
+  return rowCount;
+}

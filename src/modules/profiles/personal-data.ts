@@ -5,7 +5,7 @@ import {
   type PersonalDataOwner,
   pagedRows,
 } from '../../platform/personal-data';
-import { deleteLineage, lineagePage } from './lineage.repo';
+import { deleteExpiredLineage, deleteLineage, lineagePage } from './lineage.repo';
 import { getProfile, presentLineage } from './profiles.read';
 import * as repo from './profiles.repo';
 
@@ -62,4 +62,5 @@ export const profilesPersonalData: PersonalDataOwner = {
     { name: 'profile', rows: profileOf },
     { name: 'lineage', rows: lineageOf },
   ],
+  sweeps: [{ setting: 'lineage_days', tables: ['profile_lineage'], sweep: deleteExpiredLineage }],
 };

@@ -263,3 +263,26 @@ export async function deleteChangesOfProfiles(
   );
   return rowCount;
 }
+
+/**
+ * Retention: deletes at most `limit` entries and exits of the workspace's segments logged before
+ * `before`, oldest first within each segment, answering how many went. Memberships are not touched:
+ * a profile stays in its segments, with the time it entered, however old its entry row was. The log
+ * carries no workspace: each segment of the workspace is one index range (`segment_changes_at_idx`).
+ */
+export async function deleteExpiredChanges(
+  q: Queryable,
+  workspaceId: string,
+  before: Date,
+  limit: number,
+): Promise<number> {
+  const { rowCount } = await q.query(
+    `DELETE FROM segment_changes WHERE seq = ANY(ARRAY(
+       SELECT c.seq FROM segments s
+         CROSS JOIN LATERAL (SELECT seq FROM segment_changes
+                              WHERE segment_id = s.id AND at < $2 ORDER BY at LIMIT $3) c
+        WHERE s.workspace_id = $1 LIMIT $3))`,
+    [workspaceId, before, limit],
+  );
+  return rowCount;
+}

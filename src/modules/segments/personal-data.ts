@@ -6,7 +6,12 @@ import {
   type PersonalDataOwner,
   pagedRows,
 } from '../../platform/personal-data';
-import { changesOfProfiles, deleteChangesOfProfiles, membershipsOfProfiles } from './membership.repo';
+import {
+  changesOfProfiles,
+  deleteChangesOfProfiles,
+  deleteExpiredChanges,
+  membershipsOfProfiles,
+} from './membership.repo';
 import { eraseProfilesFromSegments } from './profile-hooks';
 
 /**
@@ -67,4 +72,5 @@ export const segmentsPersonalData: PersonalDataOwner = {
     { name: 'segment_memberships', rows: membershipsOf },
     { name: 'segment_changes', rows: changesOf },
   ],
+  sweeps: [{ setting: 'segment_changes_days', tables: ['segment_changes'], sweep: deleteExpiredChanges }],
 };

@@ -25,3 +25,30 @@ export async function saveCursor(q: Queryable, workspaceId: string, c: OutboxCur
     [workspaceId, c.snap, c.next, c.pos],
   );
 }
+
+/**
+ * The snapshot the fan-out has read every fact of, or null before its first run (nothing read but the
+ * facts of before migration 0014). Read without a lock: the cursor only moves forward, so a stale
+ * answer is a cautious one.
+ */
+export async function readCursorSnapshot(q: Queryable, workspaceId: string): Promise<string | null> {
+  const { rows } = await q.query<{ snap: string }>(
+    'SELECT snap::text AS snap FROM webhook_cursors WHERE workspace_id = $1',
+    [workspaceId],
+  );
+  return rows[0]?.snap ?? null;
+}
+
+/**
+ * Puts the workspace's fan-out at the outbox's current end: every fact committed before this
+ * transaction's snapshot counts as read, and the next fan-out reads only what commits later (a fact
+ * of a transaction still open now included, as any cursor would). Called when a workspace that had
+ * no enabled subscription gets one: the facts before it were owed to no receiver.
+ */
+export async function startCursorAtEnd(q: Queryable, workspaceId: string): Promise<void> {
+  await q.query(
+    `INSERT INTO webhook_cursors (workspace_id, snap, next_snap, pos) VALUES ($1, pg_current_snapshot(), NULL, 0)
+     ON CONFLICT (workspace_id) DO UPDATE SET snap = EXCLUDED.snap, next_snap = NULL, pos = 0`,
+    [workspaceId],
+  );
+}

@@ -177,6 +177,27 @@ export async function eraseDeliveriesAbout(
   return rowCount;
 }
 
+/**
+ * Retention: deletes at most `limit` settled deliveries of the workspace (delivered, failed, dead,
+ * erased or cancelled: never a pending one) created before `before`, oldest first, with their
+ * attempts (the foreign key cascades); answers how many went. The status is tested again on the row
+ * being deleted, so one a re-send put back in line meanwhile stays.
+ */
+export async function deleteSettledDeliveries(
+  q: Queryable,
+  workspaceId: string,
+  before: Date,
+  limit: number,
+): Promise<number> {
+  const { rowCount } = await q.query(
+    `DELETE FROM webhook_deliveries WHERE status <> 'pending' AND id = ANY(ARRAY(
+       SELECT id FROM webhook_deliveries WHERE workspace_id = $1 AND created_at < $2 AND status <> 'pending'
+        ORDER BY created_at LIMIT $3))`,
+    [workspaceId, before, limit],
+  );
+  return rowCount;
+}
+
 /** The deliveries of facts about these profiles, oldest first, a page at a time (the access export). */
 export async function deliveriesAbout(
   q: Queryable,

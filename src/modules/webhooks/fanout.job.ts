@@ -65,8 +65,9 @@ export async function fanOutBatch(db: Db, workspaceId: string): Promise<FanOutRe
     for (const f of facts) {
       const body = deliveryBody(f);
       for (const s of subs) {
-        // A subscription gets facts from its creation on (and only the kinds and segments it chose); the cursor
-        // of a workspace starts at 0, so this also keeps a first subscription from replaying history.
+        // A subscription gets facts from its creation on (and only the kinds and segments it chose): a
+        // workspace's first one starts the cursor at the outbox's end (createWebhook), a later one may
+        // find the cursor behind its creation.
         if (!subscriptionWants(s, f) || new Date(f.created_at) < new Date(s.created_at)) continue;
         rows.push({
           id: newSortableId('dlv'),

@@ -1,12 +1,16 @@
-import type { Db } from '../../platform/db';
+import type { Db, Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import {
   type DataSubject,
   deletingSlice,
   type PersonalDataOwner,
   pagedRows,
+  type RetentionSweep,
 } from '../../platform/personal-data';
-import { deliveriesAbout, eraseDeliveriesAbout } from './deliveries.repo';
+import { deleteSettledFacts, OUTBOX_START } from '../outbox';
+import { readCursorSnapshot } from './cursor.repo';
+import { deleteSettledDeliveries, deliveriesAbout, eraseDeliveriesAbout } from './deliveries.repo';
+import { hasEnabledSubscription } from './webhooks.repo';
 
 /**
  * The webhook deliveries that carried a person's data: each keeps the body it sent (so a re-send
@@ -37,6 +41,28 @@ async function* deliveriesOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
   }
 }
 
+/**
+ * Settled outbox facts. The fan-out is the outbox's one consumer, so it is the one that knows which
+ * facts are settled: those its cursor has passed, or all of them while the workspace has no enabled
+ * subscription (a first one starts at the outbox's end, never reading history: fanout.job.ts). The
+ * outbox module owns the table; this sweep says what has been read and asks it to delete.
+ */
+async function sweepSettledFacts(q: Queryable, workspaceId: string, before: Date, limit: number) {
+  const readUpTo = (await hasEnabledSubscription(q, workspaceId))
+    ? ((await readCursorSnapshot(q, workspaceId)) ?? OUTBOX_START.snap)
+    : null;
+  return deleteSettledFacts(q, workspaceId, before, readUpTo, limit);
+}
+
+const sweeps: RetentionSweep[] = [
+  { setting: 'outbox_days', tables: ['outbox'], sweep: sweepSettledFacts },
+  {
+    setting: 'outbox_days',
+    tables: ['webhook_deliveries', 'webhook_attempts'],
+    sweep: deleteSettledDeliveries,
+  },
+];
+
 export const webhooksPersonalData: PersonalDataOwner = {
   module: 'webhooks',
   tables: [
@@ -56,4 +82,5 @@ export const webhooksPersonalData: PersonalDataOwner = {
     ),
   ],
   sections: [{ name: 'webhook_deliveries', rows: deliveriesOf }],
+  sweeps,
 };

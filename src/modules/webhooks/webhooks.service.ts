@@ -7,6 +7,7 @@ import { iso } from '../../platform/http/envelope';
 import type { RateLimits } from '../../platform/http/rate-limit';
 import { newSortableId } from '../../platform/ids';
 import { getSegment } from '../segments';
+import { startCursorAtEnd } from './cursor.repo';
 import { MAX_SUBSCRIPTIONS, webhookPolicy } from './policy';
 import { send } from './send';
 import { deliveryHeaders, isUsableSecret, newSecret } from './signing';
@@ -89,13 +90,21 @@ export async function createWebhook(db: Db, workspaceId: string, input: WebhookI
   if ((await repo.countSubscriptions(db, workspaceId)) >= MAX_SUBSCRIPTIONS) {
     throw new AppError('CONFLICT', `a workspace has at most ${MAX_SUBSCRIPTIONS} webhook subscriptions`);
   }
-  const row = await repo.insertSubscription(db, {
-    id: newSortableId('whk'),
-    workspaceId,
-    url: input.url,
-    events: input.events,
-    secret: input.secret ?? newSecret(),
-    segments: input.segments ?? [],
+  const row = await db.transaction(async (tx) => {
+    // A workspace's first (enabled) subscription starts at the outbox's end: the facts before it were
+    // owed to no receiver, and reading them all first would hold up its first delivery (and, in a
+    // workspace with years of history, the fan-out) for nothing.
+    const first = !(await repo.hasEnabledSubscription(tx, workspaceId));
+    const created = await repo.insertSubscription(tx, {
+      id: newSortableId('whk'),
+      workspaceId,
+      url: input.url,
+      events: input.events,
+      secret: input.secret ?? newSecret(),
+      segments: input.segments ?? [],
+    });
+    if (first) await startCursorAtEnd(tx, workspaceId);
+    return created;
   });
   return present(row);
 }

@@ -6,6 +6,9 @@ export { effectiveSettings } from './settings';
 export { registerSettingsRoutes } from './settings.routes';
 export {
   DEFAULT_SETTINGS,
+  RETENTION_KEYS,
+  type RetentionDays,
+  type RetentionKey,
   type SettingsPatch,
   SettingsPatchSchema,
   type WorkspaceSettings,
@@ -15,6 +18,7 @@ export { getSettings, patchSettings } from './settings.service';
 export { createSettingsStore, type SettingsStore, type SettingsStoreOptions } from './settings.store';
 export type { WorkspaceRow } from './workspaces.repo';
 export {
+  allWorkspaceSettings,
   bootstrapDefaultWorkspace,
   type CreatedWorkspace,
   createWorkspace,

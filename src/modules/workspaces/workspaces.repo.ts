@@ -102,3 +102,16 @@ export async function loadSettings(
   );
   return rows;
 }
+
+/** A page of workspaces with their stored settings, by id after `afterId` (every workspace, in pages). */
+export async function pageSettings(
+  q: Queryable,
+  afterId: string | null,
+  limit: number,
+): Promise<Array<{ id: string; settings: Record<string, unknown> }>> {
+  const { rows } = await q.query<{ id: string; settings: Record<string, unknown> }>(
+    'SELECT id, settings FROM workspaces WHERE ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2',
+    [afterId, limit],
+  );
+  return rows;
+}

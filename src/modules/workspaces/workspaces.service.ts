@@ -3,6 +3,8 @@ import type { Db, Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { newUuid } from '../../platform/ids';
 import { type CreatedApiKey, createKey } from '../api-keys';
+import { effectiveSettings } from './settings';
+import type { WorkspaceSettings } from './settings.schemas';
 import * as repo from './workspaces.repo';
 
 export interface WorkspaceView {
@@ -64,4 +66,21 @@ export async function loadCursorSecret(db: Db): Promise<string> {
 /** The workspace, or null when there is none with this id (the id must be a UUID). */
 export async function findWorkspace(db: Queryable, id: string): Promise<repo.WorkspaceRow | null> {
   return repo.findWorkspace(db, id);
+}
+
+/**
+ * Every workspace with the settings in effect, a page at a time (`limit` workspaces, by id): what
+ * a job that visits every workspace reads (the retention plan).
+ */
+export async function* allWorkspaceSettings(
+  q: Queryable,
+  limit = 500,
+): AsyncIterable<Array<{ id: string; settings: WorkspaceSettings }>> {
+  let after: string | null = null;
+  for (;;) {
+    const rows = await repo.pageSettings(q, after, limit);
+    if (rows.length > 0) yield rows.map((r) => ({ id: r.id, settings: effectiveSettings(r.settings) }));
+    if (rows.length < limit) return;
+    after = rows.at(-1)!.id;
+  }
 }

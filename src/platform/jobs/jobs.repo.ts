@@ -19,6 +19,8 @@ export interface Job<P = unknown> {
   locked_by: string | null;
   locked_until: Date | null;
   last_error: string | null;
+  /** What the job reported when it succeeded (JobContext.report), e.g. the rows a sweep removed. */
+  result: unknown;
   created_at: Date;
   updated_at: Date;
 }
@@ -131,12 +133,24 @@ export async function claimJobs(
   return rows;
 }
 
-/** Marks a claimed job done. False if the claim was lost meanwhile (lease expired and re-claimed). */
-export async function completeJob(q: Queryable, id: string, token: string): Promise<boolean> {
+/** A job's report is a summary for operators, not data: 16 KiB of JSON at most. */
+export const MAX_RESULT_BYTES = 16 * 1024;
+
+/**
+ * Marks a claimed job done, with what it reported (JSON, null for nothing). False if the claim was
+ * lost meanwhile (lease expired and re-claimed).
+ */
+export async function completeJob(
+  q: Queryable,
+  id: string,
+  token: string,
+  result: string | null = null,
+): Promise<boolean> {
   const { rowCount } = await q.query(
-    `UPDATE jobs SET state = 'succeeded', locked_by = NULL, locked_until = NULL, updated_at = now()
+    `UPDATE jobs SET state = 'succeeded', locked_by = NULL, locked_until = NULL, updated_at = now(),
+       result = $3::jsonb
      WHERE id = $1 AND state = 'running' AND locked_by = $2`,
-    [id, token],
+    [id, token, result],
   );
   return rowCount > 0;
 }

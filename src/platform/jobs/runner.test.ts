@@ -53,6 +53,23 @@ describe('the job runner', () => {
     expect(await getJob(id)).toMatchObject({ state: 'succeeded', attempts: 3, last_error: 'Error: flaky 2' });
   });
 
+  it('keeps what a job reported when it succeeds, for cdp jobs to show', async () => {
+    const q = queue();
+    const r = runner();
+    r.register(q, async (_payload, { report }) => {
+      report({ removed: { events: 1 } });
+      report({ removed: { events: 2 } });
+    });
+    r.register(`${q}.big`, async (_payload, { report }) => report({ text: 'x'.repeat(20_000) }));
+    const { id } = await enqueue(db, { queue: q });
+    const big = await enqueue(db, { queue: `${q}.big` });
+    r.start();
+    await settled(id);
+    await settled(big.id);
+    expect(await getJob(id)).toMatchObject({ state: 'succeeded', result: { removed: { events: 2 } } });
+    expect((await getJob(big.id)).result).toEqual({ truncated: 'a report of more than 16384 bytes' });
+  });
+
   it('dead-letters a job after its last attempt, with the last error', async () => {
     const q = queue();
     const r = runner();

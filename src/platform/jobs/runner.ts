@@ -3,7 +3,7 @@ import { isStorageUnavailable } from '../db/errors';
 import type { Lane } from '../db/port';
 import { createLogger, describeError } from '../logger';
 import { type BackoffPolicy, backoffMs, DEFAULT_BACKOFF } from './backoff';
-import { claimJobs, completeJob, failJob, type Job, releaseJobs } from './jobs.repo';
+import { claimJobs, completeJob, failJob, type Job, MAX_RESULT_BYTES, releaseJobs } from './jobs.repo';
 import type { JobHandler, JobRunner, JobRunnerDeps } from './runner.types';
 import { materializeDueSchedules, upsertSchedule } from './schedules.repo';
 
@@ -161,9 +161,16 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
       timer = setTimeout(() => resolve('timeout'), q.timeoutMs);
     });
     let error: unknown = null;
+    let result: string | null = null;
+    const report = (value: unknown) => {
+      result = value === undefined ? null : JSON.stringify(value);
+      if (result !== null && Buffer.byteLength(result) > MAX_RESULT_BYTES) {
+        result = JSON.stringify({ truncated: `a report of more than ${MAX_RESULT_BYTES} bytes` });
+      }
+    };
     try {
       const work = Promise.resolve().then(() =>
-        q.handler(job.payload, { job, signal: r.abort.signal, db: deps.db.lane(q.lane) }),
+        q.handler(job.payload, { job, signal: r.abort.signal, db: deps.db.lane(q.lane), report }),
       );
       work.catch(() => {}); // a handler still running after its timeout may fail later, unobserved
       if ((await Promise.race([work, timedOut])) === 'timeout') {
@@ -177,7 +184,7 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
     }
     if (r.released) return;
     if (error === null) {
-      await persist(r, () => completeJob(db, job.id, token));
+      await persist(r, () => completeJob(db, job.id, token, result));
       return;
     }
     if (isStorageUnavailable(error)) {

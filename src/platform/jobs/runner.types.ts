@@ -10,6 +10,11 @@ export interface JobContext<P = unknown> {
   /** Aborted at the queue's timeout and when a shutdown gives up waiting; stop work when it fires. */
   signal: AbortSignal;
   db: Db;
+  /**
+   * What the job did, for operators: stored with the job when it succeeds (`result`, shown by `cdp
+   * jobs`); the last call wins. Plain JSON of at most 16 KiB (a larger one is stored as a note).
+   */
+  report(result: unknown): void;
 }
 
 /** Resolves: done. Throws: the attempt failed (an error with `retryable: false` dead-letters at once). */
