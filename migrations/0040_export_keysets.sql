@@ -1,0 +1,16 @@
+-- Workspace exports (GET /tenant/exports/…, docs/api.md "Workspace exports") read a workspace's rows
+-- in keyset pages, each page its own short statement, within a time window (`since`, `until`).
+--
+-- Events are exported in the order they were received, (received_at, seq), and filtered on
+-- received_at. The log had no index that starts with the workspace at all (its only other index is
+-- the message-id one): without this one every page would walk the log of every workspace by seq.
+-- received_at before seq makes `since` and `until` a range of the index, so an export of last
+-- night's events reads last night's entries and nothing else. One more entry per appended event,
+-- always at the right edge of its workspace's range.
+CREATE INDEX events_export_idx ON events (workspace_id, received_at, seq);
+
+-- Live profiles are exported in the order they were created, (created_at, seq), and filtered on
+-- created_at; profiles_list_idx (workspace_id, seq) orders them but cannot bound a window. Partial
+-- like it: a merged-away profile leaves both when it is merged (merged_into is already a key of
+-- profiles_list_idx, so no update that was HOT becomes non-HOT).
+CREATE INDEX profiles_export_idx ON profiles (workspace_id, created_at, seq) WHERE merged_into IS NULL;
