@@ -35,10 +35,20 @@ function workspaceEvents(): unknown[] {
       anonymous_id: anon,
       event_type: 'identify',
       event_name: 'Signed up',
-      payload: { first_name: `P${p}`, plan: p % 3 ? 'free' : 'pro', tags: ['a', `t${p}`], note: 'comma, "quote"' },
+      payload: {
+        first_name: `P${p}`,
+        plan: p % 3 ? 'free' : 'pro',
+        tags: ['a', `t${p}`],
+        note: 'comma, "quote"',
+      },
     });
     for (let k = 0; k < 8; k++)
-      events.push({ identity: email, event_type: 'track', event_name: 'Viewed', payload: { k, blob: 'x'.repeat(300) } });
+      events.push({
+        identity: email,
+        event_type: 'track',
+        event_name: 'Viewed',
+        payload: { k, blob: 'x'.repeat(300) },
+      });
     if (p % 2)
       events.push({
         identity: email,
@@ -52,7 +62,8 @@ function workspaceEvents(): unknown[] {
 
 async function waitIdle(key: string): Promise<void> {
   await waitUntil(
-    async () => (await request(svc.url!, 'GET', '/tenant/stats', { key })).body?.data?.ingestion_backlog === 0,
+    async () =>
+      (await request(svc.url!, 'GET', '/tenant/stats', { key })).body?.data?.ingestion_backlog === 0,
     { what: 'the workspace’s events to be processed', timeoutMs: 60_000 },
   );
 }
@@ -63,7 +74,8 @@ async function newWorkspace(name: string): Promise<string> {
   return res.body.data.api_key.api_key;
 }
 
-const cdp = (args: string[], key: string, url = svc.url!) => runCli([...args, '--url', url, '--key', key], {});
+const cdp = (args: string[], key: string, url = svc.url!) =>
+  runCli([...args, '--url', url, '--key', key], {});
 
 /** The people a profiles export holds, as comparable values (ids and times differ between workspaces). */
 function people(path: string) {
@@ -76,7 +88,9 @@ function people(path: string) {
       first_name: p.first_name,
       attributes: p.attributes,
       total_spend: p.total_spend,
-      identities: [...p.identities].sort((a, b) => `${a.type}${a.value}`.localeCompare(`${b.type}${b.value}`)),
+      identities: [...p.identities].sort((a, b) =>
+        `${a.type}${a.value}`.localeCompare(`${b.type}${b.value}`),
+      ),
     }))
     .sort((a, b) => String(a.email).localeCompare(String(b.email)));
 }
@@ -110,7 +124,12 @@ describe(`cdp export and cdp import (${ENGINE})`, () => {
     const keyB = await newWorkspace('imported');
     const imported = await cdp(['import', file('a-events.ndjson')], keyB);
     expect(imported.code, imported.stderr).toBe(0);
-    expect(JSON.parse(imported.stdout)).toMatchObject({ lines: 630, events_accepted: 630, lines_rejected: 0, rejected: [] });
+    expect(JSON.parse(imported.stdout)).toMatchObject({
+      lines: 630,
+      events_accepted: 630,
+      lines_rejected: 0,
+      rejected: [],
+    });
     await waitIdle(keyB);
     const profilesB = await cdp(['export', 'profiles', '--out', file('b-profiles.ndjson')], keyB);
     expect(profilesB.code, profilesB.stderr).toBe(0);
@@ -149,7 +168,12 @@ describe(`cdp export and cdp import (${ENGINE})`, () => {
 
   it('reports each rejected line with its number and reason, stores the others, and exits 1', async () => {
     const good = (n: number) =>
-      JSON.stringify({ identity: `r${n}@example.com`, event_type: 'track', event_name: 'Good', message_id: `r-${n}` });
+      JSON.stringify({
+        identity: `r${n}@example.com`,
+        event_type: 'track',
+        event_name: 'Good',
+        message_id: `r-${n}`,
+      });
     const lines = [
       good(1),
       'not json at all',
@@ -157,7 +181,12 @@ describe(`cdp export and cdp import (${ENGINE})`, () => {
       good(2),
       JSON.stringify({ identity: 'r@example.com', event_type: 'track' }),
       '',
-      JSON.stringify({ event_type: 'track', event_name: 'x', identity: 'big@example.com', payload: { s: 'y'.repeat(1_100_000) } }),
+      JSON.stringify({
+        event_type: 'track',
+        event_name: 'x',
+        identity: 'big@example.com',
+        payload: { s: 'y'.repeat(1_100_000) },
+      }),
       good(3),
       JSON.stringify({ identity: 'r@example.com', event_type: 'teleport', event_name: 'x' }),
     ];
@@ -193,10 +222,16 @@ describe(`cdp export and cdp import (${ENGINE})`, () => {
       expect(res.stderr).toMatch(/^cdp: /);
     }
     expect((await runCli(['export', 'events', '--out', file('x'), '--url', svc.url!], {})).code).toBe(2);
-    const refused = await cdp(['export', 'events', '--out', file('x')], `cdp_sk_${randomBytes(32).toString('base64url')}`);
+    const refused = await cdp(
+      ['export', 'events', '--out', file('x')],
+      `cdp_sk_${randomBytes(32).toString('base64url')}`,
+    );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/401 INVALID_TENANT_KEY/);
-    const unknown = await cdp(['export', 'segment-members', '--segment', 'seg_nope', '--out', file('x')], keyA);
+    const unknown = await cdp(
+      ['export', 'segment-members', '--segment', 'seg_nope', '--out', file('x')],
+      keyA,
+    );
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/404 NOT_FOUND: segment not found/);
   });
