@@ -17,7 +17,7 @@ let base: string;
 /** The events of `ws` in the order they were appended, with their ids. */
 const appended: string[] = [];
 
-/** 1,200 events: several pages on either engine (PGlite's first page is 100 rows, PostgreSQL's 500). */
+/** 1,200 events: several pages on either engine (the first page is 50 rows, each next at most twice the last). */
 const PEOPLE = 40;
 const EVENTS = 1_200;
 

@@ -56,18 +56,22 @@ export interface PageBounds {
 /**
  * PGlite: every other workspace's request waits behind a page on the one connection, so a page
  * takes about as long as a segment refresh's slice (10 ms). PostgreSQL: pages run on the analytics
- * lane's own pool; longer pages mean fewer round trips.
+ * lane's own pool; longer pages mean fewer round trips. The first page is small whatever the rows
+ * hold (50 profiles of the largest attributes allowed are 13 MB); pages then at most double.
  */
 export const EXPORT_PAGES: Record<Db['engine'], PageBounds> = {
-  pglite: { targetMs: 10, min: 1, max: 2_000, initial: 100, bytes: 1 << 20 },
-  postgres: { targetMs: 50, min: 1, max: 5_000, initial: 500, bytes: 2 << 20 },
+  pglite: { targetMs: 10, min: 1, max: 2_000, initial: 50, bytes: 1 << 20 },
+  postgres: { targetMs: 50, min: 1, max: 5_000, initial: 50, bytes: 1 << 20 },
 };
 
-/** The next page's size: towards the time target (slices.ts), and no more rows than fit the byte budget. */
-export function nextPageSize(size: number, elapsedMs: number, bytes: number, lines: number, b: PageBounds) {
+/**
+ * The next page's size: towards the time target (slices.ts), and no more rows than fit the byte
+ * budget at the last page's bytes per row read.
+ */
+export function nextPageSize(size: number, elapsedMs: number, bytes: number, read: number, b: PageBounds) {
   const byTime = nextSliceSize(size, elapsedMs, b);
-  if (lines === 0 || bytes === 0) return byTime;
-  return Math.max(b.min, Math.min(byTime, Math.floor((b.bytes * lines) / bytes)));
+  if (read === 0 || bytes === 0) return byTime;
+  return Math.max(b.min, Math.min(byTime, Math.floor((b.bytes * read) / bytes)));
 }
 
 /** A walk over one kind: its fields, where `after` stands, and its pages. */
@@ -172,8 +176,8 @@ const membersWalk: Walk<number> = {
   },
   async page(db, r, after, limit) {
     const m = await segments.exportMembersPage(db, r.segmentId!, after ?? 0, r.window, limit);
-    const lines = await profiles.exportProfileLines(db, r.workspaceId, m.profileIds, r.format);
-    return { lines, last: m.last, read: m.read };
+    const text = await profiles.exportProfileLines(db, r.workspaceId, m.profileIds, r.format);
+    return { text, last: m.last, read: m.read };
   },
 };
 
@@ -226,12 +230,8 @@ export async function* exportChunks(db: Db, r: ExportRequest): AsyncGenerator<st
   for (;;) {
     const { page, n, ms } = await pending;
     const done = page.read < n || page.last === null;
-    if (!done) {
-      let bytes = 0;
-      for (const line of page.lines) bytes += line.length;
-      pending = read(page.last, nextPageSize(n, ms, bytes, page.lines.length, b));
-    }
-    const text = prefix + page.lines.join('');
+    if (!done) pending = read(page.last, nextPageSize(n, ms, page.text.length, page.read, b));
+    const text = prefix + page.text;
     // The first chunk is always yielded, even empty: it is what tells the caller the export began.
     if (text !== '' || first) yield text;
     prefix = '';

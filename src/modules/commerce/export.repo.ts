@@ -1,4 +1,4 @@
-import type { Queryable } from '../../platform/db';
+import type { Db, Queryable } from '../../platform/db';
 import {
   type ExportField,
   type ExportFormat,
@@ -6,6 +6,10 @@ import {
   type ExportPage,
   type ExportWindow,
   exportLineSql,
+  inIndexOrder,
+  type KeysetPageRow,
+  keysetPage,
+  keysetPageSql,
   keysetWindowParams,
   keysetWindowSql,
 } from '../../platform/db/export-lines';
@@ -30,26 +34,25 @@ export const ORDER_EXPORT_FIELDS: readonly ExportField[] = [
 
 /** One page of the workspace's orders after `after` that happened within the window. */
 export async function exportOrdersPage(
-  q: Queryable,
+  db: Db,
   workspaceId: string,
   after: ExportKey | null,
   window: ExportWindow,
   format: ExportFormat,
   limit: number,
 ): Promise<ExportPage<ExportKey>> {
-  const { rows } = await q.query<{ line: string; at: string; seq: number }>(
-    `SELECT ${exportLineSql(ORDER_EXPORT_FIELDS, format)} AS line, o.occurred_at::text AS at, o.seq
-       FROM orders o
-      WHERE o.workspace_id = $1 AND ${keysetWindowSql('o.occurred_at', 'o.seq', 2)}
-      ORDER BY o.occurred_at, o.seq LIMIT $6`,
-    [workspaceId, ...keysetWindowParams(after, window), limit],
+  const { rows } = await inIndexOrder(db, (q) =>
+    q.query<KeysetPageRow>(
+      keysetPageSql(
+        `SELECT ${exportLineSql(ORDER_EXPORT_FIELDS, format)} AS line, o.occurred_at::text AS at, o.seq
+           FROM orders o
+          WHERE o.workspace_id = $1 AND ${keysetWindowSql('o.occurred_at', 'o.seq', 2)}
+          ORDER BY o.occurred_at, o.seq LIMIT $6`,
+      ),
+      [workspaceId, ...keysetWindowParams(after, window), limit],
+    ),
   );
-  const last = rows[rows.length - 1];
-  return {
-    lines: rows.map((r) => r.line),
-    last: last ? { at: last.at, seq: last.seq } : null,
-    read: rows.length,
-  };
+  return keysetPage(rows[0]!);
 }
 
 /** Where order `orderId` of the workspace stands in that order, or null when there is none. */

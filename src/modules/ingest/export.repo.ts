@@ -1,4 +1,4 @@
-import type { Queryable } from '../../platform/db';
+import type { Db, Queryable } from '../../platform/db';
 import {
   type ExportField,
   type ExportFormat,
@@ -6,6 +6,10 @@ import {
   type ExportPage,
   type ExportWindow,
   exportLineSql,
+  inIndexOrder,
+  type KeysetPageRow,
+  keysetPage,
+  keysetPageSql,
   keysetWindowParams,
   keysetWindowSql,
 } from '../../platform/db/export-lines';
@@ -32,7 +36,7 @@ export const EVENT_EXPORT_FIELDS: readonly ExportField[] = [
 
 /** One page of the workspace's events after `after`, within the window, as finished lines. */
 export async function exportEventsPage(
-  q: Queryable,
+  db: Db,
   workspaceId: string,
   after: ExportKey | null,
   window: ExportWindow,
@@ -41,20 +45,19 @@ export async function exportEventsPage(
 ): Promise<ExportPage<ExportKey>> {
   // The applied profile is one primary-key probe of event_profiles per row (a lateral probe: a
   // planner without statistics would otherwise hash the whole table, platform/db/moves.ts).
-  const { rows } = await q.query<{ line: string; at: string; seq: number }>(
-    `SELECT ${exportLineSql(EVENT_EXPORT_FIELDS, format)} AS line, e.received_at::text AS at, e.seq
-       FROM events e
-       LEFT JOIN LATERAL (SELECT x.profile_id FROM event_profiles x WHERE x.seq = e.seq OFFSET 0) ep ON true
-      WHERE e.workspace_id = $1 AND ${keysetWindowSql('e.received_at', 'e.seq', 2)}
-      ORDER BY e.received_at, e.seq LIMIT $6`,
-    [workspaceId, ...keysetWindowParams(after, window), limit],
+  const { rows } = await inIndexOrder(db, (q) =>
+    q.query<KeysetPageRow>(
+      keysetPageSql(
+        `SELECT ${exportLineSql(EVENT_EXPORT_FIELDS, format)} AS line, e.received_at::text AS at, e.seq
+           FROM events e
+           LEFT JOIN LATERAL (SELECT x.profile_id FROM event_profiles x WHERE x.seq = e.seq OFFSET 0) ep ON true
+          WHERE e.workspace_id = $1 AND ${keysetWindowSql('e.received_at', 'e.seq', 2)}
+          ORDER BY e.received_at, e.seq LIMIT $6`,
+      ),
+      [workspaceId, ...keysetWindowParams(after, window), limit],
+    ),
   );
-  const last = rows[rows.length - 1];
-  return {
-    lines: rows.map((r) => r.line),
-    last: last ? { at: last.at, seq: last.seq } : null,
-    read: rows.length,
-  };
+  return keysetPage(rows[0]!);
 }
 
 /**
@@ -84,21 +87,25 @@ export async function findEventKeyNear(
  * the `limit` events after `after`, else the last key read (null at the end).
  */
 export async function scanEventKeys(
-  q: Queryable,
+  db: Db,
   workspaceId: string,
   id: string,
   after: ExportKey | null,
   limit: number,
 ): Promise<{ found: ExportKey | null; last: ExportKey | null; read: number }> {
-  const { rows } = await q.query<ExportKey & { hit: boolean; read: number }>(
-    `WITH page AS (
-       SELECT received_at, seq, id FROM events e
-        WHERE e.workspace_id = $1 AND ${keysetWindowSql('e.received_at', 'e.seq', 2)}
-        ORDER BY received_at, seq LIMIT $6)
-     SELECT received_at::text AS at, seq, id = $7 AS hit, (SELECT count(*) FROM page)::int AS read
-       FROM page
-      WHERE id = $7 OR seq = (SELECT seq FROM page ORDER BY received_at DESC, seq DESC LIMIT 1)`,
-    [workspaceId, ...keysetWindowParams(after, { since: null, until: null }), limit, id],
+  // The page is materialized, ordered by the walk; its last row is the last of that order.
+  const { rows } = await inIndexOrder(db, (q) =>
+    q.query<ExportKey & { hit: boolean; read: number }>(
+      `WITH page AS MATERIALIZED (
+         SELECT received_at, seq, id, row_number() OVER () AS n FROM (
+           SELECT received_at, seq, id FROM events e
+            WHERE e.workspace_id = $1 AND ${keysetWindowSql('e.received_at', 'e.seq', 2)}
+            ORDER BY received_at, seq LIMIT $6) k)
+       SELECT received_at::text AS at, seq, id = $7 AS hit, (SELECT count(*) FROM page)::int AS read
+         FROM page
+        WHERE id = $7 OR n = (SELECT max(n) FROM page)`,
+      [workspaceId, ...keysetWindowParams(after, { since: null, until: null }), limit, id],
+    ),
   );
   const hit = rows.find((r) => r.hit);
   const last = rows.find((r) => !r.hit) ?? hit;

@@ -1,5 +1,5 @@
-import type { Queryable } from '../../platform/db';
-import type { ExportWindow } from '../../platform/db/export-lines';
+import type { Db, Queryable } from '../../platform/db';
+import { type ExportWindow, inIndexOrder } from '../../platform/db/export-lines';
 
 /**
  * A segment's members as a workspace export reads them (GET /tenant/exports/segments/{id}/members):
@@ -14,20 +14,23 @@ import type { ExportWindow } from '../../platform/db/export-lines';
  * costs a walk over the whole membership in short statements, never one long one.
  */
 export async function exportMembersPage(
-  q: Queryable,
+  db: Db,
   segmentId: string,
   afterSeq: number,
   window: ExportWindow,
   limit: number,
 ): Promise<{ profileIds: string[]; last: number | null; read: number }> {
-  const { rows } = await q.query<{ ids: string[] | null; last: number | null; read: number }>(
-    `WITH page AS (
-       SELECT seq, profile_id, entered_at FROM segment_memberships
-        WHERE segment_id = $1 AND seq > $2 ORDER BY seq LIMIT $3)
-     SELECT (SELECT array_agg(profile_id::text ORDER BY seq) FROM page
-              WHERE entered_at >= $4::timestamptz AND entered_at < $5::timestamptz) AS ids,
-            (SELECT max(seq) FROM page) AS last, (SELECT count(*) FROM page)::int AS read`,
-    [segmentId, afterSeq, limit, window.since ?? '-infinity', window.until ?? 'infinity'],
+  // In index order: the aggregate's own ORDER BY sorts the page's rows only.
+  const { rows } = await inIndexOrder(db, (q) =>
+    q.query<{ ids: string[] | null; last: number | null; read: number }>(
+      `WITH page AS MATERIALIZED (
+         SELECT seq, profile_id, entered_at FROM segment_memberships
+          WHERE segment_id = $1 AND seq > $2 ORDER BY seq LIMIT $3)
+       SELECT (SELECT array_agg(profile_id::text ORDER BY seq) FROM page
+                WHERE entered_at >= $4::timestamptz AND entered_at < $5::timestamptz) AS ids,
+              (SELECT max(seq) FROM page) AS last, (SELECT count(*) FROM page)::int AS read`,
+      [segmentId, afterSeq, limit, window.since ?? '-infinity', window.until ?? 'infinity'],
+    ),
   );
   const r = rows[0]!;
   return { profileIds: r.ids ?? [], last: r.last, read: r.read };

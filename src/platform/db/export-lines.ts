@@ -1,3 +1,5 @@
+import type { Db, Queryable } from './port';
+
 /**
  * The text of exported records, written by the database: a repo declares a record's fields once and
  * selects `exportLineSql(fields, format)`, which yields each row as one finished NDJSON line or CSV
@@ -112,11 +114,61 @@ export const keysetWindowParams = (after: ExportKey | null, w: ExportWindow): un
   w.until ?? 'infinity',
 ];
 
-/** A page of a walk: its finished lines, and the key to read on from (null: the walk is over). */
+/** A page of a walk: its finished lines as one text, and the key to read on from. */
 export interface ExportPage<K> {
-  lines: string[];
+  /** The page's records, each a finished line, in order. */
+  text: string;
   /** The key of the last row read (whether or not it made a line); null when none was read. */
   last: K | null;
   /** Rows read: fewer than asked for means the walk is over. */
   read: number;
+}
+
+/**
+ * A whole page as one row: `inner` selects `line`, `at` (text) and `seq` in the walk's order with its
+ * LIMIT; the answer is the lines joined in that order, how many rows were read, and the last key.
+ * One row instead of one per record: on PGlite each row of an answer costs more to hand over (the
+ * wire protocol, then a copy to the service's thread) than its line costs to build, and a page of
+ * 1,000 events read as one text measured 2–3 times faster than as 1,000 rows. The aggregates read
+ * the ordered subquery as it comes (nothing at this level may reorder it: no join, no grouping), so
+ * the text is in the walk's order and the arrays' last elements are the last row's key.
+ */
+export const keysetPageSql = (inner: string): string =>
+  `SELECT string_agg(k.line, '') AS text, count(*)::int AS read,
+          (array_agg(k.at))[count(*)] AS at, (array_agg(k.seq))[count(*)] AS seq
+     FROM (${inner}) k`;
+
+/** The row keysetPageSql answers, as an ExportPage. */
+export function keysetPage(row: {
+  text: string | null;
+  read: number;
+  at: string | null;
+  seq: number | null;
+}) {
+  const last = row.at === null || row.seq === null ? null : { at: row.at, seq: row.seq };
+  return { text: row.text ?? '', read: row.read, last } satisfies ExportPage<ExportKey>;
+}
+
+export interface KeysetPageRow {
+  text: string | null;
+  read: number;
+  at: string | null;
+  seq: number | null;
+}
+
+/**
+ * Runs a keyset page's statement with the planner held to the walk's index, in its order. Without
+ * statistics (the event log is never analyzed; PGlite has no autovacuum) the planner guesses a
+ * handful of matching rows, and reads them with a bitmap scan and a sort: every row after the key,
+ * sorted, for one page, so that a walk of 50,000 events took a minute (EXPLAIN ANALYZE on
+ * PostgreSQL: 25,000 rows read for a page of 500). With bitmap scans and sorts off for this
+ * transaction alone, the ordered index scan is the plan, and a page reads its own rows only.
+ */
+export function inIndexOrder<T>(db: Db, read: (q: Queryable) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.query(
+      "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
+    );
+    return read(tx);
+  });
 }

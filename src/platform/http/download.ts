@@ -39,6 +39,8 @@ export interface Downloads {
   open(): number;
 }
 
+const req = (reply: FastifyReply) => reply.request.raw;
+
 /** How long a connection ended incomplete may take to close before it is cut. */
 const END_GRACE_MS = 2_000;
 
@@ -78,7 +80,8 @@ export function createDownloads(app: App, stallMs = DOWNLOAD_STALL_MS): Download
         'x-content-type-options': 'nosniff',
       });
       open.add(res);
-      let gone = false;
+      // The client may have left while the first page was read: its 'close' came and went.
+      let gone = res.destroyed || req(reply).socket.destroyed;
       const onClose = () => {
         gone = true;
       };
@@ -86,6 +89,7 @@ export function createDownloads(app: App, stallMs = DOWNLOAD_STALL_MS): Download
 
       /** Writes a chunk; waits while the socket's buffer is full. False when the reader is gone or stalled. */
       const write = async (chunk: string): Promise<boolean> => {
+        if (gone || res.destroyed) return false;
         if (chunk !== '' && !res.write(chunk)) {
           const drained = await new Promise<boolean>((resolve) => {
             const done = (ok: boolean) => () => {
