@@ -126,6 +126,14 @@ describe('cdp export, interrupted', () => {
     );
   });
 
+  it('stops, saying so, when it cannot write its file', async () => {
+    const { url } = await scripted([complete(['r1', 'r2'])]);
+    const said: string[] = [];
+    const out = join(dir, 'no-such-dir', 'x.ndjson');
+    expect(await runExport(options(url, out), { write: (s: string) => said.push(s) }, fastRetries())).toBe(1);
+    expect(said.join('')).toMatch(/export failed: cannot write .*x\.ndjson\.partial: ENOENT/);
+  });
+
   it('stops at once on an answer retrying cannot change', async () => {
     const { url, seen } = await scripted([
       error(403, { error_code: 'INSUFFICIENT_SCOPE', message: 'needs admin' }),

@@ -106,7 +106,14 @@ export async function runExport(
   /** How many of `recent`'s newest ids the next resume steps back over (theirs were gone). */
   let stepBack = 0;
 
+  // A full disk, or a reader of stdout that went away (`| head`): the export stops, saying so.
+  let fileError: Error | null = null;
+  file.on('error', (err: Error) => {
+    fileError = err;
+    file.emit('drain');
+  });
   const write = async (text: string) => {
+    if (fileError) fail(`cannot write ${toStdout ? 'stdout' : partial}: ${(fileError as Error).message}`);
     bytes += Buffer.byteLength(text);
     if (!file.write(text)) await new Promise<void>((resolve) => file.once('drain', () => resolve()));
   };
@@ -193,14 +200,19 @@ export async function runExport(
     }
   } catch (err) {
     progress.clear();
-    if (!toStdout) await new Promise((resolve) => file.end(() => resolve(undefined)));
+    if (!toStdout && !fileError) await new Promise((resolve) => file.end(() => resolve(undefined)));
     const where = toStdout ? '' : `; the ${thousands(rows)} complete records so far are in ${partial}`;
     stderr.write(`cdp: export failed: ${(err as Error).message}${where}\n`);
     return 1;
   }
   progress.clear();
   if (!toStdout) {
-    await new Promise((resolve) => file.end(() => resolve(undefined)));
+    // end() reports a failed last write through 'error' (recorded above) before it calls back.
+    await new Promise<void>((resolve) => file.end(() => resolve()).once('error', () => resolve()));
+    if (fileError) {
+      stderr.write(`cdp: export failed: cannot write ${partial}: ${(fileError as Error).message}\n`);
+      return 1;
+    }
     renameSync(partial, o.out);
   }
   const s = (performance.now() - t0) / 1000;

@@ -332,6 +332,14 @@ describe('GET /tenant/exports/profiles, /orders and /segments/{id}/members', () 
 });
 
 describe('what an export may hold', () => {
+  it('answers HEAD with the headers of the export and reads none of it', async () => {
+    const res = await svc.call('HEAD', '/tenant/exports/events?format=csv', { key: ws.adminKey });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('text/csv; charset=utf-8; header=present');
+    expect(res.text).toBe('');
+    expect(analyticsSlots.held(ws.id)).toBe(0);
+  });
+
   it('answers 429 with Retry-After while the workspace’s analytics share is taken, and serves again after', async () => {
     const held = [analyticsSlots.tryAcquire(ws.id, 2), analyticsSlots.tryAcquire(ws.id, 2)];
     try {

@@ -110,6 +110,14 @@ export function createDownloads(app: App, stallMs = DOWNLOAD_STALL_MS): Download
       };
 
       let outcome: 'complete' | 'gone' | 'failed' = 'gone';
+      // HEAD: the headers a GET would get, and none of the work of its body.
+      if (reply.request.method === 'HEAD') {
+        res.end();
+        open.delete(res);
+        res.off('close', onClose);
+        await d.rest.return?.(undefined).catch(() => {});
+        return 'complete';
+      }
       try {
         if (await write(d.first)) {
           for (;;) {
