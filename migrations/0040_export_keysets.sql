@@ -14,3 +14,22 @@ CREATE INDEX events_export_idx ON events (workspace_id, received_at, seq);
 -- like it: a merged-away profile leaves both when it is merged (merged_into is already a key of
 -- profiles_list_idx, so no update that was HOT becomes non-HOT).
 CREATE INDEX profiles_export_idx ON profiles (workspace_id, created_at, seq) WHERE merged_into IS NULL;
+
+-- One page of an export, planned in the walk's index order (src/platform/db/export-lines.ts,
+-- readPage). The export statements run with no statistics to plan by (the log is never analyzed;
+-- PGlite has no autovacuum): the planner guessed a handful of matching rows and read them with a
+-- bitmap scan and a sort, that is every row after the key, sorted, for each page (a 50,000-event
+-- export took a minute). With bitmap scans and sorts off while it plans, the ordered index scan is
+-- the plan. A function's own settings, rather than SET LOCAL in a transaction, keep a page to one
+-- statement. `query` comes from the service's code, never from a client; it reads its parameters as
+-- `$1[n]` of `params`, and answers the page's text, rows read and last key.
+CREATE FUNCTION export_page(query text, params text[])
+  RETURNS TABLE (text text, read integer, at text, seq bigint)
+  LANGUAGE plpgsql
+  SET enable_bitmapscan = off
+  SET enable_sort = off
+AS $$
+BEGIN
+  RETURN QUERY EXECUTE query USING params;
+END
+$$;

@@ -12,6 +12,7 @@ import {
   exportChunks,
   exportColumns,
   exportFilename,
+  newExportStats,
 } from './exports';
 
 /**
@@ -121,10 +122,12 @@ export function registerExportRoutes(app: App, deps: AppDeps): void {
         window,
         after: query.after ?? null,
       };
-      const chunks = exportChunks(deps.db.lane('analytics'), r);
+      const stats = newExportStats();
+      const t0 = performance.now();
+      const chunks = exportChunks(deps.db.lane('analytics'), r, stats);
       // Errors up to here, and in the first page, are ordinary answers in the envelope.
       const first = await chunks.next();
-      await downloads.send(
+      const outcome = await downloads.send(
         reply,
         {
           contentType: EXPORT_CONTENT_TYPES[r.format],
@@ -133,6 +136,18 @@ export function registerExportRoutes(app: App, deps: AppDeps): void {
           rest: chunks,
         },
         req.log,
+      );
+      req.log.info(
+        {
+          workspace_id: ws,
+          kind,
+          format: r.format,
+          outcome,
+          ms: Math.round(performance.now() - t0),
+          ...stats,
+          pageMs: Math.round(stats.pageMs),
+        },
+        'export ended',
       );
     } finally {
       release();

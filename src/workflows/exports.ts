@@ -174,11 +174,8 @@ const membersWalk: Walk<number> = {
     if (seq === null) throw afterNotFound('member', r.after);
     return seq;
   },
-  async page(db, r, after, limit) {
-    const m = await segments.exportMembersPage(db, r.segmentId!, after ?? 0, r.window, limit);
-    const text = await profiles.exportProfileLines(db, r.workspaceId, m.profileIds, r.format);
-    return { text, last: m.last, read: m.read };
-  },
+  page: (db, r, after, limit) =>
+    segments.exportMembersPage(db, r.workspaceId, r.segmentId!, after ?? 0, r.window, r.format, limit),
 };
 
 const WALKS: Record<ExportKind, Walk<unknown>> = {
@@ -206,6 +203,17 @@ export function exportFilename(r: ExportRequest, now = new Date()): string {
   return `${stem}-${stamp}.${r.format}`;
 }
 
+/** What an export read, for its log line: pages, rows read, characters, time spent reading pages. */
+export interface ExportStats {
+  pages: number;
+  rows: number;
+  bytes: number;
+  pageMs: number;
+  largestPage: number;
+}
+
+export const newExportStats = (): ExportStats => ({ pages: 0, rows: 0, bytes: 0, pageMs: 0, largestPage: 0 });
+
 /**
  * The export as chunks of text, one page each. The first chunk (the CSV header with the first page)
  * is read when the caller first asks, so every error of the request itself (a bad or unknown
@@ -213,13 +221,25 @@ export function exportFilename(r: ExportRequest, now = new Date()): string {
  * sent. The next page is read while the current one is being written (one page ahead, never more),
  * and not at all once the caller stops asking (return()). `db` should be the analytics lane.
  */
-export async function* exportChunks(db: Db, r: ExportRequest): AsyncGenerator<string, void, undefined> {
+export async function* exportChunks(
+  db: Db,
+  r: ExportRequest,
+  stats: ExportStats = newExportStats(),
+): AsyncGenerator<string, void, undefined> {
   const walk = WALKS[r.kind];
   const b = EXPORT_PAGES[db.engine];
   const start = await walk.start(db, r);
   const read = (after: unknown, n: number) => {
     const t0 = performance.now();
-    const p = walk.page(db, r, after, n).then((page) => ({ page, n, ms: performance.now() - t0 }));
+    const p = walk.page(db, r, after, n).then((page) => {
+      const ms = performance.now() - t0;
+      stats.pages++;
+      stats.rows += page.read;
+      stats.bytes += page.text.length;
+      stats.pageMs += ms;
+      stats.largestPage = Math.max(stats.largestPage, n);
+      return { page, n, ms };
+    });
     // A page read ahead that nobody awaits (the client left) must not become an unhandled rejection.
     p.catch(() => {});
     return p;

@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../platform/db';
+import type { Queryable } from '../../platform/db';
 import {
   type ExportField,
   type ExportFormat,
@@ -6,12 +6,9 @@ import {
   type ExportPage,
   type ExportWindow,
   exportLineSql,
-  inIndexOrder,
-  type KeysetPageRow,
-  keysetPage,
-  keysetPageSql,
-  keysetWindowParams,
   keysetWindowSql,
+  pageParams,
+  readPage,
 } from '../../platform/db/export-lines';
 
 /**
@@ -33,26 +30,24 @@ export const ORDER_EXPORT_FIELDS: readonly ExportField[] = [
 ];
 
 /** One page of the workspace's orders after `after` that happened within the window. */
-export async function exportOrdersPage(
-  db: Db,
+export function exportOrdersPage(
+  q: Queryable,
   workspaceId: string,
   after: ExportKey | null,
   window: ExportWindow,
   format: ExportFormat,
   limit: number,
 ): Promise<ExportPage<ExportKey>> {
-  const { rows } = await inIndexOrder(db, (q) =>
-    q.query<KeysetPageRow>(
-      keysetPageSql(
-        `SELECT ${exportLineSql(ORDER_EXPORT_FIELDS, format)} AS line, o.occurred_at::text AS at, o.seq
-           FROM orders o
-          WHERE o.workspace_id = $1 AND ${keysetWindowSql('o.occurred_at', 'o.seq', 2)}
-          ORDER BY o.occurred_at, o.seq LIMIT $6`,
-      ),
-      [workspaceId, ...keysetWindowParams(after, window), limit],
-    ),
+  const p = pageParams();
+  return readPage(
+    q,
+    `SELECT ${exportLineSql(ORDER_EXPORT_FIELDS, format)} AS line, o.occurred_at::text AS at, o.seq
+       FROM orders o
+      WHERE o.workspace_id = ${p.ref(workspaceId, 'uuid')}
+        AND ${keysetWindowSql('o.occurred_at', 'o.seq', after, window, p)}
+      ORDER BY o.occurred_at, o.seq LIMIT ${p.ref(limit, 'integer')}`,
+    p,
   );
-  return keysetPage(rows[0]!);
 }
 
 /** Where order `orderId` of the workspace stands in that order, or null when there is none. */

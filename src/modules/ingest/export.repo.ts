@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../platform/db';
+import type { Queryable } from '../../platform/db';
 import {
   type ExportField,
   type ExportFormat,
@@ -6,12 +6,9 @@ import {
   type ExportPage,
   type ExportWindow,
   exportLineSql,
-  inIndexOrder,
-  type KeysetPageRow,
-  keysetPage,
-  keysetPageSql,
-  keysetWindowParams,
   keysetWindowSql,
+  pageParams,
+  readPage,
 } from '../../platform/db/export-lines';
 
 /**
@@ -35,29 +32,27 @@ export const EVENT_EXPORT_FIELDS: readonly ExportField[] = [
 ];
 
 /** One page of the workspace's events after `after`, within the window, as finished lines. */
-export async function exportEventsPage(
-  db: Db,
+export function exportEventsPage(
+  q: Queryable,
   workspaceId: string,
   after: ExportKey | null,
   window: ExportWindow,
   format: ExportFormat,
   limit: number,
 ): Promise<ExportPage<ExportKey>> {
+  const p = pageParams();
   // The applied profile is one primary-key probe of event_profiles per row (a lateral probe: a
   // planner without statistics would otherwise hash the whole table, platform/db/moves.ts).
-  const { rows } = await inIndexOrder(db, (q) =>
-    q.query<KeysetPageRow>(
-      keysetPageSql(
-        `SELECT ${exportLineSql(EVENT_EXPORT_FIELDS, format)} AS line, e.received_at::text AS at, e.seq
-           FROM events e
-           LEFT JOIN LATERAL (SELECT x.profile_id FROM event_profiles x WHERE x.seq = e.seq OFFSET 0) ep ON true
-          WHERE e.workspace_id = $1 AND ${keysetWindowSql('e.received_at', 'e.seq', 2)}
-          ORDER BY e.received_at, e.seq LIMIT $6`,
-      ),
-      [workspaceId, ...keysetWindowParams(after, window), limit],
-    ),
+  return readPage(
+    q,
+    `SELECT ${exportLineSql(EVENT_EXPORT_FIELDS, format)} AS line, e.received_at::text AS at, e.seq
+       FROM events e
+       LEFT JOIN LATERAL (SELECT x.profile_id FROM event_profiles x WHERE x.seq = e.seq OFFSET 0) ep ON true
+      WHERE e.workspace_id = ${p.ref(workspaceId, 'uuid')}
+        AND ${keysetWindowSql('e.received_at', 'e.seq', after, window, p)}
+      ORDER BY e.received_at, e.seq LIMIT ${p.ref(limit, 'integer')}`,
+    p,
   );
-  return keysetPage(rows[0]!);
 }
 
 /**
@@ -84,34 +79,28 @@ export async function findEventKeyNear(
 /**
  * One slice of the search for event `id` along the whole workspace (events whose receipt time is
  * not their id's: appended with another time by a loader or a test): the key of `id` if it is among
- * the `limit` events after `after`, else the last key read (null at the end).
+ * the `limit` events after `after`, and the last key read (null at the end).
  */
 export async function scanEventKeys(
-  db: Db,
+  q: Queryable,
   workspaceId: string,
   id: string,
   after: ExportKey | null,
   limit: number,
 ): Promise<{ found: ExportKey | null; last: ExportKey | null; read: number }> {
-  // The page is materialized, ordered by the walk; its last row is the last of that order.
-  const { rows } = await inIndexOrder(db, (q) =>
-    q.query<ExportKey & { hit: boolean; read: number }>(
-      `WITH page AS MATERIALIZED (
-         SELECT received_at, seq, id, row_number() OVER () AS n FROM (
-           SELECT received_at, seq, id FROM events e
-            WHERE e.workspace_id = $1 AND ${keysetWindowSql('e.received_at', 'e.seq', 2)}
-            ORDER BY received_at, seq LIMIT $6) k)
-       SELECT received_at::text AS at, seq, id = $7 AS hit, (SELECT count(*) FROM page)::int AS read
-         FROM page
-        WHERE id = $7 OR n = (SELECT max(n) FROM page)`,
-      [workspaceId, ...keysetWindowParams(after, { since: null, until: null }), limit, id],
-    ),
+  const p = pageParams();
+  // The page's only "line" is the key of `id`, if it is there: `received_at|seq`.
+  const page = await readPage(
+    q,
+    `SELECT CASE WHEN e.id = ${p.ref(id, 'text')} THEN e.received_at::text || '|' || e.seq END AS line,
+            e.received_at::text AS at, e.seq
+       FROM events e
+      WHERE e.workspace_id = ${p.ref(workspaceId, 'uuid')}
+        AND ${keysetWindowSql('e.received_at', 'e.seq', after, { since: null, until: null }, p)}
+      ORDER BY e.received_at, e.seq LIMIT ${p.ref(limit, 'integer')}`,
+    p,
   );
-  const hit = rows.find((r) => r.hit);
-  const last = rows.find((r) => !r.hit) ?? hit;
-  return {
-    found: hit ? { at: hit.at, seq: hit.seq } : null,
-    last: last ? { at: last.at, seq: last.seq } : null,
-    read: rows[0]?.read ?? 0,
-  };
+  const bar = page.text.lastIndexOf('|');
+  const found = bar === -1 ? null : { at: page.text.slice(0, bar), seq: Number(page.text.slice(bar + 1)) };
+  return { found, last: page.last, read: page.read };
 }

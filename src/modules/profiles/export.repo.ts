@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../platform/db';
+import type { Queryable } from '../../platform/db';
 import {
   type ExportField,
   type ExportFormat,
@@ -6,12 +6,9 @@ import {
   type ExportPage,
   type ExportWindow,
   exportLineSql,
-  inIndexOrder,
-  type KeysetPageRow,
-  keysetPage,
-  keysetPageSql,
-  keysetWindowParams,
   keysetWindowSql,
+  pageParams,
+  readPage,
 } from '../../platform/db/export-lines';
 
 /**
@@ -43,26 +40,24 @@ export const PROFILE_EXPORT_FIELDS: readonly ExportField[] = [
 ];
 
 /** One page of the workspace's live profiles after `after`, created within the window. */
-export async function exportProfilesPage(
-  db: Db,
+export function exportProfilesPage(
+  q: Queryable,
   workspaceId: string,
   after: ExportKey | null,
   window: ExportWindow,
   format: ExportFormat,
   limit: number,
 ): Promise<ExportPage<ExportKey>> {
-  const { rows } = await inIndexOrder(db, (q) =>
-    q.query<KeysetPageRow>(
-      keysetPageSql(
-        `SELECT ${exportLineSql(PROFILE_EXPORT_FIELDS, format)} AS line, p.created_at::text AS at, p.seq
-           FROM profiles p
-          WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND ${keysetWindowSql('p.created_at', 'p.seq', 2)}
-          ORDER BY p.created_at, p.seq LIMIT $6`,
-      ),
-      [workspaceId, ...keysetWindowParams(after, window), limit],
-    ),
+  const p = pageParams();
+  return readPage(
+    q,
+    `SELECT ${exportLineSql(PROFILE_EXPORT_FIELDS, format)} AS line, p.created_at::text AS at, p.seq
+       FROM profiles p
+      WHERE p.workspace_id = ${p.ref(workspaceId, 'uuid')} AND p.merged_into IS NULL
+        AND ${keysetWindowSql('p.created_at', 'p.seq', after, window, p)}
+      ORDER BY p.created_at, p.seq LIMIT ${p.ref(limit, 'integer')}`,
+    p,
   );
-  return keysetPage(rows[0]!);
 }
 
 /**
@@ -79,26 +74,4 @@ export async function findProfileKey(
     [workspaceId, id],
   );
   return rows[0] ?? null;
-}
-
-/**
- * The export lines of these profiles, in the order given (a page of a segment's members), as one
- * text; one primary-key probe each; an id no longer live (merged or erased since it was listed) is
- * left out.
- */
-export async function exportProfileLines(
-  q: Queryable,
-  workspaceId: string,
-  ids: readonly string[],
-  format: ExportFormat,
-): Promise<string> {
-  if (ids.length === 0) return '';
-  const { rows } = await q.query<{ text: string | null }>(
-    `SELECT string_agg(${exportLineSql(PROFILE_EXPORT_FIELDS, format)}, '' ORDER BY a.n) AS text
-       FROM unnest($2::uuid[]) WITH ORDINALITY AS a(id, n)
-       CROSS JOIN LATERAL (SELECT * FROM profiles x
-                            WHERE x.workspace_id = $1 AND x.id = a.id AND x.merged_into IS NULL OFFSET 0) p`,
-    [workspaceId, ids],
-  );
-  return rows[0]?.text ?? '';
 }

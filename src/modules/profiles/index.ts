@@ -5,7 +5,7 @@
 
 export { deleteProfileRows, lockProfileFamily, recordErasure } from './erasure';
 // Workspace exports (GET /tenant/exports/profiles, a segment's members): finished lines, and where a profile stands.
-export { exportProfileLines, exportProfilesPage, findProfileKey, PROFILE_EXPORT_FIELDS } from './export.repo';
+export { exportProfilesPage, findProfileKey, PROFILE_EXPORT_FIELDS } from './export.repo';
 export { FACT_LIMITS, type FactProfile, type ProfileSummary } from './fact-profile';
 export {
   type BatchProfile,

@@ -1,39 +1,52 @@
-import type { Db, Queryable } from '../../platform/db';
-import { type ExportWindow, inIndexOrder } from '../../platform/db/export-lines';
+import type { Queryable } from '../../platform/db';
+import {
+  type ExportFormat,
+  type ExportPage,
+  type ExportWindow,
+  exportLineSql,
+  pageParams,
+  readPage,
+} from '../../platform/db/export-lines';
+import { PROFILE_EXPORT_FIELDS } from '../profiles';
 
 /**
  * A segment's members as a workspace export reads them (GET /tenant/exports/segments/{id}/members):
  * in the order they entered (the membership's seq, segment_memberships_page_idx), the same order as
- * GET /tenant/segments/{id}/members. The caller has checked that the segment is the workspace's.
+ * GET /tenant/segments/{id}/members, each the member's profile as the profiles module writes it. The
+ * caller has checked that the segment is the workspace's.
  */
 
 /**
- * The next `limit` memberships after `afterSeq`, and of them the profiles that entered within the
- * window, in order. The window filters the rows read rather than bounding the read (no index has
- * entered_at): each statement reads at most `limit` rows whatever the window, so a narrow window
- * costs a walk over the whole membership in short statements, never one long one.
+ * The next `limit` memberships after `afterSeq`, as the lines of the members that entered within the
+ * window (a member merged or erased since it was counted is left out). The window filters the rows
+ * read rather than bounding the read (no index has entered_at): each statement reads at most
+ * `limit` rows whatever the window, so a narrow window costs a walk over the whole membership in
+ * short statements, never one long one.
  */
 export async function exportMembersPage(
-  db: Db,
+  q: Queryable,
+  workspaceId: string,
   segmentId: string,
   afterSeq: number,
   window: ExportWindow,
+  format: ExportFormat,
   limit: number,
-): Promise<{ profileIds: string[]; last: number | null; read: number }> {
-  // In index order: the aggregate's own ORDER BY sorts the page's rows only.
-  const { rows } = await inIndexOrder(db, (q) =>
-    q.query<{ ids: string[] | null; last: number | null; read: number }>(
-      `WITH page AS MATERIALIZED (
-         SELECT seq, profile_id, entered_at FROM segment_memberships
-          WHERE segment_id = $1 AND seq > $2 ORDER BY seq LIMIT $3)
-       SELECT (SELECT array_agg(profile_id::text ORDER BY seq) FROM page
-                WHERE entered_at >= $4::timestamptz AND entered_at < $5::timestamptz) AS ids,
-              (SELECT max(seq) FROM page) AS last, (SELECT count(*) FROM page)::int AS read`,
-      [segmentId, afterSeq, limit, window.since ?? '-infinity', window.until ?? 'infinity'],
-    ),
+): Promise<ExportPage<number>> {
+  const p = pageParams();
+  const page = await readPage(
+    q,
+    `SELECT CASE WHEN m.entered_at >= ${p.ref(window.since ?? '-infinity', 'timestamptz')}
+                  AND m.entered_at < ${p.ref(window.until ?? 'infinity', 'timestamptz')}
+             THEN (SELECT ${exportLineSql(PROFILE_EXPORT_FIELDS, format)} FROM profiles p
+                    WHERE p.workspace_id = ${p.ref(workspaceId, 'uuid')} AND p.id = m.profile_id
+                      AND p.merged_into IS NULL)
+             END AS line, NULL::text AS at, m.seq
+       FROM segment_memberships m
+      WHERE m.segment_id = ${p.ref(segmentId, 'text')} AND m.seq > ${p.ref(afterSeq, 'bigint')}
+      ORDER BY m.seq LIMIT ${p.ref(limit, 'integer')}`,
+    p,
   );
-  const r = rows[0]!;
-  return { profileIds: r.ids ?? [], last: r.last, read: r.read };
+  return { text: page.text, read: page.read, last: page.last?.seq ?? null };
 }
 
 /** Where member `profileId` stands in the segment's order, or null when it is not a member (now). */

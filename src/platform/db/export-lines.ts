@@ -1,4 +1,4 @@
-import type { Db, Queryable } from './port';
+import type { Queryable } from './port';
 
 /**
  * The text of exported records, written by the database: a repo declares a record's fields once and
@@ -95,24 +95,48 @@ export interface ExportWindow {
 }
 
 /**
- * The WHERE condition of a page of a walk in (`at`, `seq`) order, both bounds a range of an index
- * on (workspace, at, seq): rows after the key `$n, $n+1` and at or after `since` (`$n+2`), before
- * `until` (`$n+3`). The lower bound is one row comparison, the later of the key and (since, 0), so the
- * index scan starts there (two separate lower bounds let the planner start at the looser one and
- * filter its way up to the other); seqs start at 1, so (since, 0) admits every row at `since`.
+ * The parameters of a page statement. A page runs through `export_page(query, params)`
+ * (migrations/0040), which plans it with the walk's index forced: its query reads its parameters as
+ * the elements of one text array, `$1[n]`, each cast to its type where it is used.
  */
-export const keysetWindowSql = (at: string, seq: string, n: number): string =>
-  `(${at}, ${seq}) > (GREATEST($${n}::timestamptz, $${n + 2}::timestamptz),
-     CASE WHEN $${n}::timestamptz >= $${n + 2}::timestamptz THEN $${n + 1}::bigint ELSE 0 END)
-   AND ${at} < $${n + 3}::timestamptz`;
+export interface PageParams {
+  /** The SQL reference to a new parameter of this value: `($1[3])::bigint`. */
+  ref(value: string | number | null, type: string): string;
+  readonly values: Array<string | null>;
+}
 
-/** The four parameters of keysetWindowSql, in order. */
-export const keysetWindowParams = (after: ExportKey | null, w: ExportWindow): unknown[] => [
-  after?.at ?? '-infinity',
-  after?.seq ?? 0,
-  w.since ?? '-infinity',
-  w.until ?? 'infinity',
-];
+export function pageParams(): PageParams {
+  const values: Array<string | null> = [];
+  return {
+    values,
+    ref(value, type) {
+      values.push(value === null ? null : String(value));
+      return `($1[${values.length}])::${type}`;
+    },
+  };
+}
+
+/**
+ * The WHERE condition of a page of a walk in (`at`, `seq`) order, both bounds a range of an index
+ * on (workspace, at, seq): rows after the key and at or after `since`, before `until`. The lower
+ * bound is one row comparison, the later of the key and (since, 0), so the index scan starts there
+ * (two separate lower bounds let the planner start at the looser one and filter its way up to the
+ * other); seqs start at 1, so (since, 0) admits every row at `since`.
+ */
+export function keysetWindowSql(
+  at: string,
+  seq: string,
+  after: ExportKey | null,
+  w: ExportWindow,
+  p: PageParams,
+): string {
+  const key = p.ref(after?.at ?? '-infinity', 'timestamptz');
+  const keySeq = p.ref(after?.seq ?? 0, 'bigint');
+  const since = p.ref(w.since ?? '-infinity', 'timestamptz');
+  const until = p.ref(w.until ?? 'infinity', 'timestamptz');
+  return `(${at}, ${seq}) > (GREATEST(${key}, ${since}), CASE WHEN ${key} >= ${since} THEN ${keySeq} ELSE 0 END)
+     AND ${at} < ${until}`;
+}
 
 /** A page of a walk: its finished lines as one text, and the key to read on from. */
 export interface ExportPage<K> {
@@ -124,32 +148,8 @@ export interface ExportPage<K> {
   read: number;
 }
 
-/**
- * A whole page as one row: `inner` selects `line`, `at` (text) and `seq` in the walk's order with its
- * LIMIT; the answer is the lines joined in that order, how many rows were read, and the last key.
- * One row instead of one per record: on PGlite each row of an answer costs more to hand over (the
- * wire protocol, then a copy to the service's thread) than its line costs to build, and a page of
- * 1,000 events read as one text measured 2–3 times faster than as 1,000 rows. The aggregates read
- * the ordered subquery as it comes (nothing at this level may reorder it: no join, no grouping), so
- * the text is in the walk's order and the arrays' last elements are the last row's key.
- */
-export const keysetPageSql = (inner: string): string =>
-  `SELECT string_agg(k.line, '') AS text, count(*)::int AS read,
-          (array_agg(k.at))[count(*)] AS at, (array_agg(k.seq))[count(*)] AS seq
-     FROM (${inner}) k`;
-
-/** The row keysetPageSql answers, as an ExportPage. */
-export function keysetPage(row: {
-  text: string | null;
-  read: number;
-  at: string | null;
-  seq: number | null;
-}) {
-  const last = row.at === null || row.seq === null ? null : { at: row.at, seq: row.seq };
-  return { text: row.text ?? '', read: row.read, last } satisfies ExportPage<ExportKey>;
-}
-
-export interface KeysetPageRow {
+/** What export_page answers: the page's text, rows read, and the last row's key. */
+interface PageRow {
   text: string | null;
   read: number;
   at: string | null;
@@ -157,18 +157,35 @@ export interface KeysetPageRow {
 }
 
 /**
- * Runs a keyset page's statement with the planner held to the walk's index, in its order. Without
- * statistics (the event log is never analyzed; PGlite has no autovacuum) the planner guesses a
- * handful of matching rows, and reads them with a bitmap scan and a sort: every row after the key,
- * sorted, for one page, so that a walk of 50,000 events took a minute (EXPLAIN ANALYZE on
- * PostgreSQL: 25,000 rows read for a page of 500). With bitmap scans and sorts off for this
- * transaction alone, the ordered index scan is the plan, and a page reads its own rows only.
+ * Reads one page: `inner` selects `line`, `at` (text, or NULL for a walk by seq alone) and `seq` in
+ * the walk's order with its LIMIT, its parameters from `p`. The answer is one row: the lines joined
+ * in that order, how many rows were read, and the last key.
+ *
+ * - **One row, not one per record**: on PGlite each row of an answer costs more to hand over (the
+ *   wire protocol, then a copy to the service's thread) than its line costs to build, and a page of
+ *   1,000 events read as one text measured 2–3 times faster than as 1,000 rows. The aggregates read
+ *   the ordered subquery as it comes (nothing at that level may reorder it: no join, no grouping),
+ *   so the text is in the walk's order and the arrays' last elements are the last row's key.
+ * - **Through export_page** (migrations/0040), which plans the statement with bitmap scans and sorts
+ *   off. Without statistics (the event log is never analyzed; PGlite has no autovacuum) the planner
+ *   guessed 14 matching rows and read them with a bitmap scan and a sort: every row after the key,
+ *   sorted, for each page, so a walk of 50,000 events took a minute on PostgreSQL (EXPLAIN ANALYZE:
+ *   25,000 rows read for a page of 500). Forced, the ordered index scan reads a page's rows only
+ *   (1.5 ms for 500). A function's own settings rather than SET LOCAL in a transaction: one
+ *   statement, so on PGlite a page never holds the connection while it waits for the service's
+ *   event loop between the statements of a transaction.
  */
-export function inIndexOrder<T>(db: Db, read: (q: Queryable) => Promise<T>): Promise<T> {
-  return db.transaction(async (tx) => {
-    await tx.query(
-      "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
-    );
-    return read(tx);
-  });
+export async function readPage(q: Queryable, inner: string, p: PageParams): Promise<ExportPage<ExportKey>> {
+  const { rows } = await q.query<PageRow>('SELECT text, read, at, seq FROM export_page($1, $2::text[])', [
+    `SELECT string_agg(k.line, '') AS text, count(*)::int AS read,
+            (array_agg(k.at))[count(*)] AS at, (array_agg(k.seq))[count(*)] AS seq
+       FROM (${inner}) k`,
+    p.values,
+  ]);
+  const row = rows[0]!;
+  return {
+    text: row.text ?? '',
+    read: row.read,
+    last: row.seq === null ? null : { at: row.at ?? '', seq: row.seq },
+  };
 }
