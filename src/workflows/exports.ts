@@ -44,9 +44,13 @@ export interface ExportRequest {
   after: string | null;
 }
 
-/** How pages are sized on each engine: a page takes about `targetMs` and at most `bytes` of lines. */
+/**
+ * How pages are sized on each engine: a page takes about `targetMs` (`busyTargetMs` while the API
+ * has served requests in the last second) and at most `bytes` of lines.
+ */
 export interface PageBounds {
   targetMs: number;
+  busyTargetMs: number;
   min: number;
   max: number;
   initial: number;
@@ -54,15 +58,24 @@ export interface PageBounds {
 }
 
 /**
- * PGlite: every other workspace's request waits behind a page on the one connection, so a page
- * takes about as long as a segment refresh's slice (10 ms). PostgreSQL: pages run on the analytics
- * lane's own pool; longer pages mean fewer round trips. The first page is small whatever the rows
- * hold (50 profiles of the largest attributes allowed are 13 MB); pages then at most double.
+ * PGlite: a request of any workspace that arrives during a page waits for the rest of it on the one
+ * connection, so while requests are being served (the last second) a page takes about 3 ms, and a
+ * neighbour's request waits about that much more; alone, 20 ms pages read faster (each page costs
+ * a fixed part besides its rows). PostgreSQL: pages run on the analytics lane's own pool, never in a
+ * request's way; longer pages mean fewer round trips. The first page is small whatever the rows hold
+ * (50 profiles of the largest attributes allowed are 13 MB); pages then at most double.
  */
 export const EXPORT_PAGES: Record<Db['engine'], PageBounds> = {
-  pglite: { targetMs: 10, min: 1, max: 2_000, initial: 50, bytes: 1 << 20 },
-  postgres: { targetMs: 50, min: 1, max: 5_000, initial: 50, bytes: 1 << 20 },
+  pglite: { targetMs: 20, busyTargetMs: 3, min: 1, max: 4_000, initial: 50, bytes: 1 << 20 },
+  postgres: { targetMs: 50, busyTargetMs: 50, min: 1, max: 5_000, initial: 50, bytes: 1 << 20 },
 };
+
+/** Requests served within this long make the API busy (as the processing loop sees it). */
+const BUSY_WITHIN_MS = 1_000;
+
+/** The bounds of the next page: the busy target while the API serves requests. */
+const boundsNow = (db: Db, b: PageBounds): PageBounds =>
+  performance.now() - db.foregroundSeenAt() < BUSY_WITHIN_MS ? { ...b, targetMs: b.busyTargetMs } : b;
 
 /**
  * The next page's size: towards the time target (slices.ts), and no more rows than fit the byte
@@ -250,7 +263,7 @@ export async function* exportChunks(
   for (;;) {
     const { page, n, ms } = await pending;
     const done = page.read < n || page.last === null;
-    if (!done) pending = read(page.last, nextPageSize(n, ms, page.text.length, page.read, b));
+    if (!done) pending = read(page.last, nextPageSize(n, ms, page.text.length, page.read, boundsNow(db, b)));
     const text = prefix + page.text;
     // The first chunk is always yielded, even empty: it is what tells the caller the export began.
     if (text !== '' || first) yield text;
