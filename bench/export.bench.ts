@@ -229,7 +229,15 @@ export default async function run(): Promise<void> {
   for (const engine of await engines()) {
     const events = SIZES[engine];
     const token = `op_${randomBytes(16).toString('hex')}`;
-    const svc = await startService({ engine, env: { CDP_OPERATOR_TOKEN: token } });
+    // The service's `export ended` log lines (info) say how each export was paged.
+    const ended: Array<Record<string, unknown>> = [];
+    const svc = await startService({
+      engine,
+      env: { CDP_OPERATOR_TOKEN: token, LOG_LEVEL: 'info' },
+      onStdoutLine: (line) => {
+        if (line.includes('"export ended"')) ended.push(JSON.parse(line));
+      },
+    });
     try {
       const made = await fetch(`${svc.url}/system/workspaces`, {
         method: 'POST',
@@ -279,6 +287,11 @@ export default async function run(): Promise<void> {
           `COPY ${copyS.toFixed(2)} s; RSS before ${idleRss.toFixed(0)} MB; beside the neighbour ${during.seconds.toFixed(2)} s, ` +
           `its samples idle ${idle.length}, during ${busy.length}`,
       );
+      for (const [i, e] of ended.entries())
+        note(
+          `${engine}: export ${i + 1} (${['warm-up', 'alone', 'beside the neighbour'][i] ?? '?'}): ${e.pages} pages ` +
+            `(largest ${e.largestPage} rows), ${e.pageMs} ms reading pages of ${e.ms} ms`,
+        );
       const rate = got.rows / got.seconds;
       const ceiling = events / copyS;
       report({

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as commerce from '../modules/commerce';
 import * as ingest from '../modules/ingest';
 import * as profiles from '../modules/profiles';
@@ -45,12 +46,14 @@ export interface ExportRequest {
 }
 
 /**
- * How pages are sized on each engine: a page takes about `targetMs` (`busyTargetMs` while the API
- * has served requests in the last second) and at most `bytes` of lines.
+ * How pages are sized on each engine: a page takes about `targetMs` and at most `bytes` of lines.
+ * While the API has served requests in the last second, about `busyTargetMs`, and the next page
+ * waits `busyPause` times as long as the last one took.
  */
 export interface PageBounds {
   targetMs: number;
   busyTargetMs: number;
+  busyPause: number;
   min: number;
   max: number;
   initial: number;
@@ -62,20 +65,25 @@ export interface PageBounds {
  * connection, so while requests are being served (the last second) a page takes about 3 ms, and a
  * neighbour's request waits about that much more; alone, 20 ms pages read faster (each page costs
  * a fixed part besides its rows). PostgreSQL: pages run on the analytics lane's own pool, never in a
- * request's way; longer pages mean fewer round trips. The first page is small whatever the rows hold
- * (50 profiles of the largest attributes allowed are 13 MB); pages then at most double.
+ * request's way; longer pages mean fewer round trips. On both, while requests are being served an
+ * export takes at most half of the time: building its lines is the database's CPU, which the
+ * requests need too (PGlite, 2 shared cores: a neighbour's ingest p95 beside an export was 3.85×
+ * its idle p95 without the pauses, 1.63× with them; docs/benchmarks.md). The first page is small whatever the rows hold (50 profiles of the largest
+ * attributes allowed are 13 MB); pages then at most double.
  */
 export const EXPORT_PAGES: Record<Db['engine'], PageBounds> = {
-  pglite: { targetMs: 20, busyTargetMs: 3, min: 1, max: 4_000, initial: 50, bytes: 1 << 20 },
-  postgres: { targetMs: 50, busyTargetMs: 50, min: 1, max: 5_000, initial: 50, bytes: 1 << 20 },
+  pglite: { targetMs: 20, busyTargetMs: 3, busyPause: 1, min: 1, max: 4_000, initial: 50, bytes: 1 << 20 },
+  postgres: { targetMs: 50, busyTargetMs: 50, busyPause: 1, min: 1, max: 5_000, initial: 50, bytes: 1 << 20 },
 };
 
 /** Requests served within this long make the API busy (as the processing loop sees it). */
 const BUSY_WITHIN_MS = 1_000;
 
+/** Whether the API has served requests lately: pages are then smaller, with pauses between. */
+const busy = (db: Db): boolean => performance.now() - db.foregroundSeenAt() < BUSY_WITHIN_MS;
+
 /** The bounds of the next page: the busy target while the API serves requests. */
-const boundsNow = (db: Db, b: PageBounds): PageBounds =>
-  performance.now() - db.foregroundSeenAt() < BUSY_WITHIN_MS ? { ...b, targetMs: b.busyTargetMs } : b;
+const boundsNow = (db: Db, b: PageBounds): PageBounds => (busy(db) ? { ...b, targetMs: b.busyTargetMs } : b);
 
 /**
  * The next page's size: towards the time target (slices.ts), and no more rows than fit the byte
@@ -90,8 +98,6 @@ export function nextPageSize(size: number, elapsedMs: number, bytes: number, rea
 /** A walk over one kind: its fields, where `after` stands, and its pages. */
 interface Walk<K> {
   fields: readonly ExportField[];
-  /** What `after` names, for messages. */
-  noun: string;
   /** The key to read on from: null from the start; 400 for an id of the wrong shape, 404 for none. */
   start(db: Db, r: ExportRequest): Promise<K | null>;
   page(db: Db, r: ExportRequest, after: K | null, limit: number): Promise<ExportPage<K>>;
@@ -115,7 +121,6 @@ const EVENT_ID_NEAR_MS = 1_000;
 
 const eventsWalk: Walk<ExportKey> = {
   fields: ingest.EVENT_EXPORT_FIELDS,
-  noun: 'event',
   async start(db, r) {
     if (r.after === null) return null;
     const id = r.after;
@@ -140,7 +145,8 @@ const eventsWalk: Walk<ExportKey> = {
       if (s.found) return s.found;
       if (s.read < size || s.last === null) throw afterNotFound('event', id);
       after = s.last;
-      size = Math.max(size, nextSliceSize(size, performance.now() - t0, { ...b, max: 20_000 }));
+      // Keys only: cheap rows, so larger slices for the same time.
+      size = nextSliceSize(size, performance.now() - t0, { ...boundsNow(db, b), max: 20_000 });
     }
   },
   page: (db, r, after, limit) => ingest.exportEventsPage(db, r.workspaceId, after, r.window, r.format, limit),
@@ -148,7 +154,6 @@ const eventsWalk: Walk<ExportKey> = {
 
 const profilesWalk: Walk<ExportKey> = {
   fields: profiles.PROFILE_EXPORT_FIELDS,
-  noun: 'profile',
   async start(db, r) {
     if (r.after === null) return null;
     if (!isUuid(r.after))
@@ -163,7 +168,6 @@ const profilesWalk: Walk<ExportKey> = {
 
 const ordersWalk: Walk<ExportKey> = {
   fields: commerce.ORDER_EXPORT_FIELDS,
-  noun: 'order',
   async start(db, r) {
     if (r.after === null) return null;
     const key = await commerce.findOrderKey(db, r.workspaceId, r.after);
@@ -176,7 +180,6 @@ const ordersWalk: Walk<ExportKey> = {
 
 const membersWalk: Walk<number> = {
   fields: profiles.PROFILE_EXPORT_FIELDS,
-  noun: 'member',
   async start(db, r) {
     // 404 for a segment of another workspace, before anything of it is read.
     await segments.getSegment(db, r.workspaceId, r.segmentId!);
@@ -263,7 +266,12 @@ export async function* exportChunks(
   for (;;) {
     const { page, n, ms } = await pending;
     const done = page.read < n || page.last === null;
-    if (!done) pending = read(page.last, nextPageSize(n, ms, page.text.length, page.read, boundsNow(db, b)));
+    if (!done) {
+      const size = nextPageSize(n, ms, page.text.length, page.read, boundsNow(db, b));
+      const pause = busy(db) ? ms * b.busyPause : 0;
+      pending = pause > 0 ? sleep(pause).then(() => read(page.last, size)) : read(page.last, size);
+      pending.catch(() => {});
+    }
     const text = prefix + page.text;
     // The first chunk is always yielded, even empty: it is what tells the caller the export began.
     if (text !== '' || first) yield text;
