@@ -47,43 +47,70 @@ export interface ExportRequest {
 
 /**
  * How pages are sized on each engine: a page takes about `targetMs` and at most `bytes` of lines.
- * While the API has served requests in the last second, about `busyTargetMs`, and the next page
- * waits `busyPause` times as long as the last one took.
+ * While the API has served requests in the last second (PGlite only: there, and only there, the
+ * foreground lane is the API's), about `busyTargetMs` and `busyBytes`, and the next page waits
+ * `busyPause` times as long as the last one took.
  */
 export interface PageBounds {
   targetMs: number;
+  bytes: number;
   busyTargetMs: number;
+  busyBytes: number;
   busyPause: number;
   min: number;
   max: number;
   initial: number;
-  bytes: number;
 }
 
 /**
  * PGlite: a request of any workspace that arrives during a page waits for the rest of it on the one
  * connection, so while requests are being served (the last second) a page takes about 3 ms, and a
- * neighbour's request waits about that much more; alone, 20 ms pages read faster (each page costs
- * a fixed part besides its rows). PostgreSQL: pages run on the analytics lane's own pool, never in a
- * request's way; longer pages mean fewer round trips. On both, while requests are being served an
- * export takes at most half of the time: building its lines is the database's CPU, which the
- * requests need too (PGlite, 2 shared cores: a neighbour's ingest p95 beside an export was 3.85×
- * its idle p95 without the pauses, 1.63× with them; docs/benchmarks.md). The first page is small whatever the rows hold (50 profiles of the largest
+ * neighbour's request waits about that much more; then an export also takes at most half of the
+ * time (it pauses as long as each page took), because building its lines is CPU the requests need
+ * too, and its pages stay under 96 KiB, which V8 collects young (a larger string lives in the large
+ * object space until a full collection, which stalls every request of the process). Alone, 20 ms
+ * pages read faster (each page costs a fixed part besides its rows).
+ * PostgreSQL: pages run on the analytics lane's own pool, never in a request's way; 50 ms pages
+ * mean few round trips. The first page is small whatever the rows hold (50 profiles of the largest
  * attributes allowed are 13 MB); pages then at most double.
  */
 export const EXPORT_PAGES: Record<Db['engine'], PageBounds> = {
-  pglite: { targetMs: 20, busyTargetMs: 3, busyPause: 1, min: 1, max: 4_000, initial: 50, bytes: 1 << 20 },
-  postgres: { targetMs: 50, busyTargetMs: 50, busyPause: 1, min: 1, max: 5_000, initial: 50, bytes: 1 << 20 },
+  pglite: {
+    targetMs: 20,
+    bytes: 1 << 20,
+    busyTargetMs: 3,
+    busyBytes: 96 << 10,
+    busyPause: 1,
+    min: 1,
+    max: 4_000,
+    initial: 50,
+  },
+  postgres: {
+    targetMs: 50,
+    bytes: 1 << 20,
+    busyTargetMs: 50,
+    busyBytes: 1 << 20,
+    busyPause: 0,
+    min: 1,
+    max: 5_000,
+    initial: 50,
+  },
 };
 
 /** Requests served within this long make the API busy (as the processing loop sees it). */
 const BUSY_WITHIN_MS = 1_000;
 
-/** Whether the API has served requests lately: pages are then smaller, with pauses between. */
-const busy = (db: Db): boolean => performance.now() - db.foregroundSeenAt() < BUSY_WITHIN_MS;
+/**
+ * Whether the API has served requests lately: on PGlite only, where the foreground lane is the
+ * API's alone (on PostgreSQL background work of the process uses it too, and a page never waits
+ * for a request's connection).
+ */
+const busy = (db: Db): boolean =>
+  db.engine === 'pglite' && performance.now() - db.foregroundSeenAt() < BUSY_WITHIN_MS;
 
-/** The bounds of the next page: the busy target while the API serves requests. */
-const boundsNow = (db: Db, b: PageBounds): PageBounds => (busy(db) ? { ...b, targetMs: b.busyTargetMs } : b);
+/** The bounds of the next page: smaller while the API serves requests. */
+const boundsNow = (db: Db, b: PageBounds): PageBounds =>
+  busy(db) ? { ...b, targetMs: b.busyTargetMs, bytes: b.busyBytes } : b;
 
 /**
  * The next page's size: towards the time target (slices.ts), and no more rows than fit the byte
