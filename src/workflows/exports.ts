@@ -67,9 +67,8 @@ export interface PageBounds {
  * connection, so while requests are being served (the last second) a page takes about 3 ms, and a
  * neighbour's request waits about that much more; then an export also takes at most half of the
  * time (it pauses as long as each page took), because building its lines is CPU the requests need
- * too, and its pages stay under 96 KiB, which V8 collects young (a larger string lives in the large
- * object space until a full collection, which stalls every request of the process). Alone, 20 ms
- * pages read faster (each page costs a fixed part besides its rows).
+ * too, and its pages stay under 96 KiB (strings V8 allocates young; a larger one waits for a full
+ * collection). Alone, 20 ms pages read faster (each page costs a fixed part besides its rows).
  * PostgreSQL: pages run on the analytics lane's own pool, never in a request's way; 50 ms pages
  * mean few round trips. The first page is small whatever the rows hold (50 profiles of the largest
  * attributes allowed are 13 MB); pages then at most double.
