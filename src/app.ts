@@ -11,6 +11,7 @@ import { registerCommandRoutes } from './commands.routes';
 import { registerConsoleStatsRoutes } from './console-stats';
 import { registerAccountRoutes } from './modules/accounts';
 import { registerApiKeyRoutes } from './modules/api-keys';
+import { registerAuditRoutes } from './modules/audit';
 import { registerCommerceRoutes } from './modules/commerce/commerce.routes';
 import {
   DEFAULT_CONSOLE_DIR,
@@ -18,6 +19,7 @@ import {
   registerSessionRoutes,
   registerStreamRoutes,
 } from './modules/console';
+import { registerSuppressionRoutes } from './modules/identity';
 import { registerIngestRoutes } from './modules/ingest/ingest.routes';
 import { registerIntelligenceRoutes } from './modules/intelligence';
 import { registerDeadLetterRoutes } from './modules/processing/dead-letters.routes';
@@ -29,6 +31,7 @@ import { registerWebhookRoutes } from './modules/webhooks';
 import { registerSettingsRoutes } from './modules/workspaces';
 import { registerWorkspaceRoutes } from './modules/workspaces/workspaces.routes';
 import { stacklessError } from './platform/errors';
+import { installAuditHooks } from './platform/http/audit';
 import { createAuthHooks } from './platform/http/auth-hook';
 import { createPreflightHandler } from './platform/http/cors';
 import { ErrorEnvelopeSchema } from './platform/http/envelope';
@@ -40,6 +43,7 @@ import {
 } from './platform/http/errors-handler';
 import { slowClientLimits } from './platform/http/front-door';
 import { registerJsonBodyParser } from './platform/http/json-body';
+import { createRequestIdGenerator, echoRequestId } from './platform/http/request-id';
 import { createRouteRegistry } from './platform/http/route-registry';
 import { registerTextRule } from './platform/http/text-rule';
 import { createHttpsRequiredHook, installDrainGuard } from './platform/http/transport';
@@ -72,15 +76,6 @@ export interface BuildOptions {
   server?: http.Server | https.Server | null;
 }
 
-/** A request id for the log lines of one request: a counter, unique within the process (cheap). */
-function createRequestIds(): () => string {
-  let next = 0;
-  return () => {
-    next = (next + 1) & 0x7fffffff;
-    return next.toString(36);
-  };
-}
-
 export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<App> {
   const limits = slowClientLimits(deps.config.bodyTimeoutMs);
   const fastifyOpts: FastifyHttpOptions<http.Server> = {
@@ -99,7 +94,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     // Per-request log lines cost ~10% throughput on the ingest path; errors are logged by errorHandler,
     // with this id, the method and the path.
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: createRequestIds(),
+    // Unique across processes (req_ + a sortable random id); a trusted proxy's X-Request-Id is kept.
+    genReqId: createRequestIdGenerator(deps.config.trustProxy),
     // errorHandler words the answer from err.validation; Fastify's default formatter would build a
     // message nobody reads and capture a stack for every refused request.
     schemaErrorFormatter: () => stacklessError('request validation failed'),
@@ -118,6 +114,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
 
   app.setValidatorCompiler(makeValidators());
   app.setErrorHandler(errorHandler);
+  // First of all hooks, so that every answer (static files and 404s included) names its request.
+  app.addHook('onRequest', echoRequestId);
   // Every route is recorded as it is registered (routeList: what the route test matrix runs).
   const routes = createRouteRegistry(app, createPreflightHandler(deps.origins));
   app.decorate('routeList', routes.routes);
@@ -143,6 +141,9 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   const auth = createAuthHooks(deps);
   app.addHook('onRequest', auth.onRequest);
   app.addHook('preValidation', auth.preValidation);
+  // The audit trail: every request of a route that declares an action gets an entry, durable before
+  // the answer leaves (platform/http/audit.ts).
+  installAuditHooks(app, deps.audit);
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -187,6 +188,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerProfileRoutes(app, deps);
   registerProfileWriteRoutes(app, deps);
   registerIdentityRoutes(app, deps);
+  registerSuppressionRoutes(app, deps);
   registerSegmentRoutes(app, deps);
   registerIntelligenceRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
@@ -195,6 +197,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerSessionRoutes(app, deps);
   registerConsoleStatsRoutes(app, deps);
   registerStreamRoutes(app, deps);
+  registerAuditRoutes(app, deps);
 
   return app;
 }

@@ -2,8 +2,17 @@ import { Type } from 'typebox';
 import { planCommand, UsageError } from './commands';
 import { ConfigError } from './config';
 import { AppError } from './platform/errors';
+import type { AuditExemption } from './platform/http/audit';
 import { ok } from './platform/http/envelope';
 import type { App, AppDeps } from './platform/http/types';
+
+/**
+ * The CLI's commands are not in the audit trail: whoever can call this route holds the embedded
+ * database's directory (its lock's token), i.e. the data itself, and on PostgreSQL the same commands
+ * run without the API, so an entry here would record only some of them.
+ */
+const AUDIT_EXEMPT_CLI: AuditExemption['exempt'] =
+  'the local CLI on the machine that holds the database: the same commands run without the API on PostgreSQL, so the trail could not hold them all';
 
 /** Enough for any command line a person types; the demo is the longest-running, not the largest. */
 const ARGV_LIMITS = { items: 50, chars: 2000 };
@@ -19,7 +28,7 @@ export function registerCommandRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/system/commands',
     {
-      config: { auth: 'local', rateTier: 'none' },
+      config: { auth: 'local', rateTier: 'none', audit: { exempt: AUDIT_EXEMPT_CLI } },
       schema: {
         hide: true,
         body: Type.Object(

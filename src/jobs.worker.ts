@@ -1,5 +1,6 @@
 import { consoleHousekeeping } from './modules/console';
 import { registerIntelligenceJobs } from './modules/intelligence';
+import { erasureHorizonsTask } from './modules/processing';
 import { registerSegmentJobs } from './modules/segments';
 import { registerWebhookJobs } from './modules/webhooks';
 import { createJobRunner, pruneJobsTask, registerMaintenance } from './platform/jobs';
@@ -22,9 +23,10 @@ export const jobsWorker: WorkerModule = {
     const runner = createJobRunner({ db: deps.db, log: deps.log });
     await registerMaintenance(runner, pruneJobsTask());
     await registerMaintenance(runner, consoleHousekeeping());
+    await registerMaintenance(runner, erasureHorizonsTask());
     await registerSegmentJobs(runner, { log: deps.log });
     await registerIntelligenceJobs(runner, { log: deps.log, settings: deps.settings });
-    registerRepairJobs(runner, { log: deps.log });
+    registerRepairJobs(runner, { log: deps.log, settings: deps.settings });
     const stopPump = await registerWebhookJobs(runner, {
       db: deps.db,
       log: deps.log,

@@ -2,6 +2,8 @@ import type { KeyResolver } from './modules/api-keys';
 import type { SessionStore } from './modules/console';
 import type { EventWriter } from './modules/ingest/ingest.service';
 import type { SettingsStore } from './modules/workspaces';
+import type { AuditSink } from './platform/http/audit';
+import type { PersonalDataRegistry } from './platform/personal-data';
 
 /**
  * The services modules hand each other through AppDeps, declared here, at the composition root, so
@@ -17,5 +19,9 @@ declare module './platform/http/types' {
     settings: SettingsStore;
     /** Console sign-in sessions (modules/console): the cookie principal's store. */
     sessions: SessionStore;
+    /** Where personal data lives (src/personal-data.ts): what erasure, export and retention run. */
+    personalData: PersonalDataRegistry;
+    /** Where audited requests write their entry (modules/audit; platform/http/audit.ts says when). */
+    audit: AuditSink;
   }
 }

@@ -12,10 +12,12 @@ import {
   type RevocationBroadcast,
   SECRET_SHAPE,
 } from './modules/api-keys';
+import { createAuditSink } from './modules/audit';
 import { createSessionStore } from './modules/console';
 import { createEventWriter } from './modules/ingest/ingest.service';
 import { createSettingsStore } from './modules/workspaces';
 import { bootstrapDefaultWorkspace, loadCursorSecret } from './modules/workspaces/workspaces.service';
+import { PERSONAL_DATA } from './personal-data';
 import { createCursorCodec } from './platform/cursor';
 import { type Db, openDb } from './platform/db';
 import { migrate } from './platform/db/migrate';
@@ -151,10 +153,12 @@ export async function createRuntime(
       // console's session cookie (ignored when the request carries a key).
       principals: [...keyResolvers(keys), sessionCookie(sessions)],
       sessions,
+      audit: createAuditSink(db),
       limits: createRateLimits(redis, { keyPrefix: `cdp:${namespace}:rl` }),
       origins,
       redis,
       events,
+      personalData: PERSONAL_DATA,
     };
 
     let app: App | null = null;

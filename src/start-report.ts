@@ -37,6 +37,16 @@ export function createStartReport(
           log.info({ ms: ms(e.ms) }, 'created the embedded database');
           setPhase('opening', 'opening storage');
           return;
+        case 'narrowed': {
+          const found = Object.entries(e.modes)
+            .map(([mode, n]) => `${n} of mode ${mode}`)
+            .join(', ');
+          log.warn(
+            { data_dir: e.dataDir, files: e.files, directories: e.directories, modes_found: e.modes },
+            `the data directory was open to other users: made ${e.files} files 0600 and ${e.directories} directories 0700 (found ${found})`,
+          );
+          return;
+        }
         case 'recovering':
           log.warn({ wal_mb: mb(e.walBytes) }, 'recovering the embedded database after an unclean stop');
           setPhase(

@@ -46,6 +46,15 @@ export function created(res: Reply): any {
 }
 
 export const FIXTURES: Record<string, Fixture> = {
+  'DELETE /tenant/suppressions/:identifier': async ({ svc, other }) => {
+    const identity = `matrix-${randomUUID()}@example.com`;
+    const res = await svc.call('POST', '/tenant/profiles', { key: other.adminKey, body: { identity } });
+    const erased = await svc.call('DELETE', `/tenant/profiles/${created(res).id}?suppress=true`, {
+      key: other.adminKey,
+    });
+    created(erased);
+    return { url: `/tenant/suppressions/${encodeURIComponent(identity)}` };
+  },
   'DELETE /tenant/apikeys/:key_id': async ({ svc, other }) => {
     const res = await svc.call('POST', '/tenant/apikeys', {
       key: other.adminKey,
@@ -104,6 +113,7 @@ export const FIXTURES: Record<string, Fixture> = {
       ['DELETE', '/tenant/profiles/:id', ''],
       ['GET', '/tenant/profiles/:id/events', '/events'],
       ['GET', '/tenant/profiles/:id/lineage', '/lineage'],
+      ['GET', '/tenant/profiles/:id/export', '/export'],
       ['GET', '/identity/graph/:profile_id', null],
     ].map(([method, route, suffix]) => [
       `${method} ${route}`,

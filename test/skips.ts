@@ -28,7 +28,8 @@ export type Need =
   | 'openssl'
   | 'process start times'
   | 'chromium'
-  | 'the web console build';
+  | 'the web console build'
+  | 'root, to act as the user nobody';
 
 /** How to provide what is missing, where the environment variable says it. */
 const DETECTED: Partial<Record<Need, { present: () => boolean; how: string }>> = {

@@ -1,23 +1,25 @@
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config';
+import { STREAM_LIMITS } from '../src/modules/console/stream-limits';
 import { createLogger } from '../src/platform/logger';
 import { createRuntime, type Runtime } from '../src/runtime';
 import { killAllChildren, request, type ServiceProcess, serviceEnv, startService } from './child';
 import { dropSchema, ENGINE } from './harness';
-import { waitUntil } from './wait';
+import { letTimePass, waitUntil } from './wait';
 
 // Each test spawns whole services (seconds each on a busy 2-core machine): allow for it.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
 
 /**
  * Slow clients, over real sockets against a real `cdp start`: a request body trickling in is cut
- * off with 408 in the envelope, many of them do not stop the service serving others, and one still
- * attached at SIGTERM neither keeps the process alive nor costs an acknowledged event.
+ * off with 408 in the envelope, many of them do not stop the service serving others, one still
+ * attached at SIGTERM neither keeps the process alive nor costs an acknowledged event, and live
+ * event streams whose clients stopped reading hold a bounded number of bytes, then end.
  */
 const schemas: string[] = [];
 const dirs: string[] = [];
@@ -213,5 +215,137 @@ describe(`SIGTERM with a slow client attached (${ENGINE})`, () => {
       [acknowledged],
     );
     expect(rows.map((r) => r.id).sort()).toEqual([...acknowledged].sort());
+  });
+});
+
+/** A live event stream over a raw socket; it reads until told to stop, as a stalled tab would. */
+function streamClient(port: number, key: string) {
+  const socket = net.connect(port, '127.0.0.1');
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (d: string) => {
+    text += d;
+  });
+  socket.on('error', () => {});
+  socket.once('connect', () =>
+    socket.write(
+      `GET /tenant/events/stream HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nAccept: text/event-stream\r\n\r\n`,
+    ),
+  );
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return {
+    text: () => text,
+    pause: () => socket.pause(),
+    resume: () => socket.resume(),
+    destroy: () => socket.destroy(),
+    closed,
+  };
+}
+
+/** Resident memory of a process, in MB, as Linux reports it. */
+const rssMb = (pid: number) =>
+  Number(/^VmRSS:\s*(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+/** Samples a process's RSS every 50 ms while `work` runs; answers the highest, in MB. */
+async function peakRss(pid: number, work: () => Promise<void>): Promise<number> {
+  let peak = rssMb(pid);
+  const timer = setInterval(() => {
+    peak = Math.max(peak, rssMb(pid));
+  }, 50);
+  try {
+    await work();
+  } finally {
+    clearInterval(timer);
+  }
+  return Math.max(peak, rssMb(pid));
+}
+
+/** `n` events of ≈ 30 KB each (incompressible), in one batch request. */
+async function sendBlobs(url: string, key: string, n: number, tag: string): Promise<void> {
+  const batch = Array.from({ length: n }, (_, i) => ({
+    event_type: 'track',
+    event_name: `Flood ${tag}`,
+    anonymous_id: randomUUID(),
+    payload: { blob: randomBytes(15_000).toString('hex'), i },
+  }));
+  const res = await request(url, 'POST', '/tenant/ingest/batch', { key, body: batch });
+  expect(res.status).toBe(202);
+}
+
+const STALLED = 9;
+
+describe(`live event streams whose clients stopped reading (${ENGINE})`, () => {
+  it('hold at most their byte bound each, then end, and tell a client that reads again why', async () => {
+    const { svc, env, port } = await start();
+    const key = env.CDP_INITIAL_ADMIN_KEY!;
+    const ping = async (clients: Array<ReturnType<typeof streamClient>>, name: string) =>
+      waitUntil(
+        async () => {
+          await request(svc.url!, 'POST', '/api/ingest', {
+            key,
+            body: { event_type: 'track', event_name: name, anonymous_id: randomUUID() },
+          });
+          return clients.every((c) => c.text().includes(name));
+        },
+        { what: `every stream to carry ${name}`, timeoutMs: 20_000, intervalMs: 300 },
+      );
+    const ended = () =>
+      svc.logs().filter((l) => l.msg === 'console: ended a live event stream whose client read too slowly');
+
+    // Nine streams whose clients stop reading once they are live, and one that keeps reading (the
+    // workspace's ten): it says when the streams have been handed everything.
+    const stalled = Array.from({ length: STALLED }, () => streamClient(port, key));
+    const probe = streamClient(port, key);
+    await ping([...stalled, probe], 'Ping 1');
+    for (const c of stalled) c.pause();
+
+    // The issue's flood: 650 events of ≈ 30 KB, as fast as batches of 100 go in.
+    const before = rssMb(svc.pid);
+    const peak = await peakRss(svc.pid, async () => {
+      for (let b = 0; b < 650; b += 100) await sendBlobs(svc.url!, key, Math.min(100, 650 - b), 'A');
+      await ping([probe], 'Ping 2');
+    });
+    const after = rssMb(svc.pid);
+    console.log(
+      `${STALLED} stalled live streams, 650 events of 30 KB (${ENGINE}): RSS ${before.toFixed(0)} MB before, ` +
+        `${peak.toFixed(0)} MB at the peak (+${(peak - before).toFixed(0)}), ${after.toFixed(0)} MB after; ` +
+        `${ended().length} streams ended so far`,
+    );
+
+    // A steady workload the streams follow (not a burst they skip ahead of) until every stalled one
+    // has more waiting than its bound.
+    for (let b = 0; b < 650 && ended().length < STALLED; b += 10) {
+      await sendBlobs(svc.url!, key, 10, 'B');
+      await letTimePass(200, 'a steady workload the live streams follow, not a burst they skip');
+    }
+    await waitUntil(() => ended().length === STALLED, {
+      what: 'the stalled streams to be ended',
+      timeoutMs: 30_000,
+    });
+    // Each held at most its bound when it ended (its own count of the queue and the socket's buffer).
+    for (const l of ended())
+      expect(Number(l.held_bytes)).toBeLessThanOrEqual(
+        STREAM_LIMITS.bufferBytes + STREAM_LIMITS.writeChunkBytes,
+      );
+
+    // A client that reads again (within the grace an ended stream's last words are kept for) gets
+    // what its socket held, then how many it missed and why it ended, and the connection closes.
+    for (const c of stalled) c.resume();
+    await Promise.all(stalled.map((c) => c.closed));
+    for (const c of stalled) {
+      const said = c.text();
+      expect(said).toMatch(/event: dropped\ndata: \{"count":\d+\}\n\n/);
+      // Its last words, in the stream's last chunk (the response is chunked: 0-length chunk last).
+      expect(said).toMatch(
+        /event: end\ndata: \{"reason":"the client read too slowly[^"]*"\}\n\n\r\n0\r\n\r\n$/,
+      );
+    }
+    // The probe kept reading and was never ended; the places the others held are free again.
+    expect(probe.text()).toContain('Ping 2');
+    probe.destroy();
+    const again = Array.from({ length: 10 }, () => streamClient(port, key));
+    await ping(again, 'Ping 3');
+    for (const c of again) c.destroy();
+    expect((await svc.stop()).code).toBe(0);
   });
 });

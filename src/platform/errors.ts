@@ -19,6 +19,7 @@ export const ERROR_STATUS = {
   NOT_ACCEPTABLE: 406,
   REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
+  ERASED: 410,
   BUDGET_EXCEEDED: 422,
   PAYLOAD_TOO_LARGE: 413,
   BATCH_TOO_LARGE: 413,
@@ -87,15 +88,18 @@ export interface ErrorEnvelope {
   error_code: ErrorCode;
   message: string;
   timestamp: string;
+  /** The request's id, as in its `X-Request-Id` answer header and its log lines. */
+  request_id: string;
   details?: ErrorDetail[];
 }
 
-export function toEnvelope(err: AppError, now: Date = new Date()): ErrorEnvelope {
+export function toEnvelope(err: AppError, requestId: string, now: Date = new Date()): ErrorEnvelope {
   const body: ErrorEnvelope = {
     status: 'error',
     error_code: err.code,
     message: err.message,
     timestamp: now.toISOString(),
+    request_id: requestId,
   };
   if (err.details && err.details.length > 0) body.details = err.details;
   return body;

@@ -51,13 +51,28 @@ export interface PersonalDataTable {
   exported: { section: string } | { not: string };
 }
 
+/** Where a walk of an erasure stands after one step. */
+export interface SliceStep {
+  /** Rows removed or scrubbed by this step. */
+  removed: number;
+  /** Where the next step goes on from (the walk's own position; null: from the start). */
+  from: string | null;
+  /** Nothing more to look at, for now. */
+  done: boolean;
+}
+
 /**
- * A bounded piece of an erasure that may run before the erasure's final transaction, in its own
- * short transaction: it removes at most `limit` of the person's rows and answers how many went
- * (fewer than `limit`: nothing left). The final `erase` must still remove whatever these leave
- * (rows written meanwhile), so they only make that transaction small.
+ * A walk over a person's rows in bounded steps, for a history too large for one transaction. The
+ * erasure runs each step in its own short transaction (`limit` rows at most) until the walk is
+ * done, then once more in its final transaction with no limit, from where it stood, to take what
+ * arrived meanwhile. A walk that deletes by profile id ignores `from`; one that scans (the backlog,
+ * the dead letters) moves it on, so the final step reads only what is new.
  */
-export type ErasureSlice = (q: Queryable, subject: DataSubject, limit: number) => Promise<number>;
+export interface ErasureSlice {
+  /** The table whose rows it removes (the erasure's counts are per table). */
+  table: string;
+  step(q: Queryable, subject: DataSubject, limit: number | null, from: string | null): Promise<SliceStep>;
+}
 
 /** One part of the access export (GET /tenant/profiles/{id}/export): a name and its rows, read in pages. */
 export interface ExportSection {
@@ -108,3 +123,50 @@ export interface NoPersonalData {
  * drops what it holds in memory about that workspace's events (the console's live stream buffers).
  */
 export const ERASURE_CHANNEL = 'cdp_erasure';
+
+/**
+ * A walk that deletes (or scrubs) a person's rows by profile id, `limit` at a time (all when null):
+ * done when a step found fewer than it could take.
+ */
+export function deletingSlice(
+  table: string,
+  remove: (q: Queryable, subject: DataSubject, limit: number | null) => Promise<number>,
+): ErasureSlice {
+  return {
+    table,
+    async step(q, subject, limit) {
+      const removed = await remove(q, subject, limit);
+      return { removed, from: null, done: limit === null || removed < limit };
+    },
+  };
+}
+
+/** Every owner, in erasure order, and every table declared free of personal data. */
+export interface PersonalDataRegistry {
+  /**
+   * The order an erasure runs them in: everything that points at a profile before the profiles
+   * module (last: its rows are what the rest refers to), identity's nodes after anything that needs
+   * them. Each owner's `erase` stands alone otherwise.
+   */
+  owners: readonly PersonalDataOwner[];
+  free: readonly NoPersonalData[];
+}
+
+/**
+ * An export section's rows read a page at a time: `page(after)` answers at most `size` rows after the
+ * keyset `after` (from the start when null), and the last row's `keyOf` is where the next page
+ * starts; a short page is the last.
+ */
+export async function* pagedRows<R, K>(
+  size: number,
+  page: (after: K | null) => Promise<readonly R[]>,
+  keyOf: (last: R) => K,
+): AsyncGenerator<R> {
+  let after: K | null = null;
+  for (;;) {
+    const rows = await page(after);
+    yield* rows;
+    if (rows.length < size) return;
+    after = keyOf(rows.at(-1)!);
+  }
+}

@@ -3,6 +3,7 @@ import { type Static, Type } from 'typebox';
 import type { ExportFormat } from '../platform/db/export-lines';
 import { validationError } from '../platform/errors';
 import { acquireAnalyticsShare } from '../platform/http/analytics-share';
+import { writeAuditEntry } from '../platform/http/audit';
 import { createDownloads, DOWNLOAD_STALL_MS } from '../platform/http/download';
 import { workspaceOf } from '../platform/http/principal';
 import type { App, AppDeps } from '../platform/http/types';
@@ -127,6 +128,13 @@ export function registerExportRoutes(app: App, deps: AppDeps): void {
       const chunks = exportChunks(deps.db.lane('analytics'), r, stats);
       // Errors up to here, and in the first page, are ordinary answers in the envelope.
       const first = await chunks.next();
+      // The audit entry, before the first byte (the answer is hijacked: no onSend hook writes it).
+      try {
+        await writeAuditEntry(req, deps.audit, 200);
+      } catch (err) {
+        await chunks.return(undefined);
+        throw err;
+      }
       const outcome = await downloads.send(
         reply,
         {
@@ -154,11 +162,10 @@ export function registerExportRoutes(app: App, deps: AppDeps): void {
     }
   }
 
-  // audit: export.events
   app.get(
     '/tenant/exports/events',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'export.events', target: 'workspace', id: 'workspace' } },
       schema: {
         tags,
         security,
@@ -174,11 +181,10 @@ export function registerExportRoutes(app: App, deps: AppDeps): void {
     (req, reply) => handle(req, reply, 'events', req.query, null),
   );
 
-  // audit: export.profiles
   app.get(
     '/tenant/exports/profiles',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'export.profiles', target: 'workspace', id: 'workspace' } },
       schema: {
         tags,
         security,
@@ -193,11 +199,10 @@ export function registerExportRoutes(app: App, deps: AppDeps): void {
     (req, reply) => handle(req, reply, 'profiles', req.query, null),
   );
 
-  // audit: export.orders
   app.get(
     '/tenant/exports/orders',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'export.orders', target: 'workspace', id: 'workspace' } },
       schema: {
         tags,
         security,
@@ -212,11 +217,10 @@ export function registerExportRoutes(app: App, deps: AppDeps): void {
     (req, reply) => handle(req, reply, 'orders', req.query, null),
   );
 
-  // audit: export.segment_members
   app.get(
     '/tenant/exports/segments/:id/members',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'export.segment_members', target: 'segment' } },
       schema: {
         tags,
         security,

@@ -14,7 +14,10 @@ export function registerIdentityRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/identity/merge',
     {
-      config: { auth: 'write' },
+      config: {
+        auth: 'write',
+        audit: { action: 'identity.merge', target: 'profile', id: 'answer.primary_profile_id' },
+      },
       schema: {
         tags,
         security,

@@ -26,4 +26,12 @@ export {
 } from './merge';
 export { type UpsertProfileInput, upsertProfile } from './profile-write';
 export { registerProfileWriteRoutes } from './profiles.routes';
-export { REPAIR_QUEUE, type RepairReport, registerRepairJobs, repairStrandedOrders } from './repair';
+export {
+  LOOK_ALIKES_QUEUE,
+  type LookAlikeReport,
+  REPAIR_QUEUE,
+  type RepairReport,
+  registerRepairJobs,
+  repairLookAlikeIdentifiers,
+  repairStrandedOrders,
+} from './repair';

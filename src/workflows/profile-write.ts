@@ -1,4 +1,10 @@
-import { classifyIdentity, createGraphBatch, type Identifier, isSuppressed } from '../modules/identity';
+import {
+  classifyIdentity,
+  createGraphBatch,
+  type Identifier,
+  isSuppressed,
+  legacyIdentifier,
+} from '../modules/identity';
 import {
   type BatchProfile,
   checkAttributeWrite,
@@ -77,7 +83,11 @@ export async function upsertProfile(
       let profile: BatchProfile;
       if (targetId) profile = batch.survivor(targetId)!;
       else {
-        if (await isSuppressed(tx, workspaceId, identifiers)) {
+        const legacy = [
+          legacyIdentifier(input.identity, 'identity'),
+          legacyIdentifier(input.email, 'identity'),
+        ];
+        if (await isSuppressed(tx, workspaceId, identifiers, legacy)) {
           throw new AppError(
             'CONFLICT',
             'an identifier of this profile was erased with suppression; it cannot create a profile',

@@ -1,3 +1,4 @@
+import { Type } from 'typebox';
 import {
   DeleteProfileQuery,
   ErasureSchema,
@@ -5,15 +6,19 @@ import {
   ProfileSchema,
   UpsertProfileBody,
 } from '../modules/profiles/profiles.schemas';
+import { AppError } from '../platform/errors';
+import { analyticsSlots } from '../platform/http/analytics-share';
 import { Envelope, ok } from '../platform/http/envelope';
 import { principalOf, workspaceOf } from '../platform/http/principal';
 import type { App, AppDeps } from '../platform/http/types';
+import { ACCESS_EXPORT_FORMAT, streamAccessExport } from './access-export';
+import { dataSubject } from './data-subject';
 import { eraseProfile } from './erasure';
 import { upsertProfile } from './profile-write';
 
 /**
- * The profile writes whose work spans modules: an API write (identifiers, traits, segment work) and
- * an erasure (every owner's rows). The reads are the profiles module's own routes.
+ * The profile routes whose work spans modules: an API write (identifiers, traits, segment work), an
+ * erasure and an access export (every owner's rows). The other reads are the profiles module's own.
  */
 
 const tags = ['profiles'];
@@ -23,7 +28,7 @@ export function registerProfileWriteRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/profiles',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'profile.upsert', target: 'profile' } },
       schema: {
         tags,
         security,
@@ -40,7 +45,7 @@ export function registerProfileWriteRoutes(app: App, deps: AppDeps): void {
   app.delete(
     '/tenant/profiles/:id',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'profile.erase', target: 'profile' } },
       schema: {
         tags,
         security,
@@ -54,10 +59,53 @@ export function registerProfileWriteRoutes(app: App, deps: AppDeps): void {
     },
     async (req) =>
       ok(
-        await eraseProfile(deps.db, deps.log, workspaceOf(req), req.params.id, {
+        await eraseProfile(deps.db, deps.log, deps.personalData, workspaceOf(req), req.params.id, {
           suppress: req.query.suppress ?? false,
           apiKeyId: principalOf(req).id,
         }),
       ),
+  );
+
+  app.get(
+    '/tenant/profiles/:id/export',
+    {
+      config: { auth: 'admin', audit: { action: 'profile.export', target: 'profile' } },
+      schema: {
+        tags,
+        security,
+        summary:
+          'Everything held about one person (GDPR art. 15 and 20), as one JSON document streamed as it is read: ' +
+          'profile, identifiers, lineage, events with payloads, events not applied yet, orders, segment memberships ' +
+          'and changes, accounts, scores, facts and the webhook deliveries that carried their data (docs/profiles.md).',
+        params: ProfileIdParams,
+        response: {
+          200: Type.Unsafe({
+            type: 'object',
+            description: `\`{export: {format: "${ACCESS_EXPORT_FORMAT}", workspace_id, profile_id, generated_at}, profile, <section>: [...], …}\``,
+          }),
+        },
+      },
+    },
+    async (req, reply) => {
+      const ws = workspaceOf(req);
+      const subject = await dataSubject(deps.db, ws, req.params.id, { lock: false });
+      // An export walks a person's whole history: it counts against the workspace's share of
+      // expensive operations until the last byte is written (or the client goes away).
+      const { analytics_concurrency: limit } = await deps.settings.read(deps.db, ws);
+      const release = analyticsSlots.tryAcquire(ws, limit);
+      if (!release) {
+        throw new AppError(
+          'RATE_LIMITED',
+          `at most ${limit} expensive operations of this workspace run at once (setting analytics_concurrency)`,
+          { headers: { 'retry-after': '1' } },
+        );
+      }
+      const stream = streamAccessExport(deps.db, deps.personalData, subject);
+      stream.once('close', release);
+      return reply
+        .type('application/json; charset=utf-8')
+        .header('content-disposition', `attachment; filename="profile-${subject.profileIds[0]}.json"`)
+        .send(stream);
+    },
   );
 }

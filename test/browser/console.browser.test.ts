@@ -315,6 +315,51 @@ gate.describe('the console in a browser', () => {
     await context.close();
   });
 
+  gate.it('shows a change made in the console on the audit log page, with its request id', async () => {
+    const { context, page } = await signIn(svc.adminKey);
+    await page.goto('/settings/keys');
+    await shown(byTestId(page, 'keys-table'));
+    await byTestId(page, 'key-create').click();
+    await byTestId(page, 'key-name').fill('audited in the browser');
+    const created = page.waitForResponse(
+      (r) => r.url().endsWith('/tenant/apikeys') && r.request().method() === 'POST',
+    );
+    await byTestId(page, 'key-create-submit').click();
+    const answer = await created;
+    const requestId = answer.headers()['x-request-id']!;
+    const keyId = ((await answer.json()) as { data: { id: string } }).data.id;
+    await byTestId(page, 'key-secret-done').click();
+
+    await byTestId(page, 'nav-audit-log').click();
+    await shown(byTestId(page, 'audit-table'));
+    const entries = (await api('GET', '/tenant/audit-log?action=apikey.create')).body.data as Array<{
+      id: string;
+      request_id: string;
+      target: { id: string };
+    }>;
+    const entry = entries.find((e) => e.request_id === requestId)!;
+    expect(entry.target.id).toBe(keyId);
+    const row = byTestId(page, `audit-row-${entry.id}`);
+    await shown(row);
+    const text = (await row.textContent()) ?? '';
+    for (const part of ['apikey.create', 'api_key', keyId, requestId, '127.0.0.1', 'console', '200']) {
+      expect(text).toContain(part);
+    }
+    // The pointer off the link it clicked: a hovered control's colours are not the page's.
+    await page.getByRole('heading', { name: 'Audit log' }).hover();
+    await check(page, 'audit-log');
+
+    // Filtered by the action, its entry is still there; by another action, it is not.
+    await byTestId(page, 'audit-filter-action').fill('session.create');
+    await row.waitFor({ state: 'detached' });
+    await byTestId(page, 'audit-filter-action').fill('apikey.create');
+    await shown(row);
+    await row.getByRole('button', { name: /Details/ }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).hover();
+    await check(page, 'audit-log-details');
+    await context.close();
+  });
+
   gate.it('gives a viewer key a read-only console: no write action is offered', async () => {
     const viewer = (
       await api('POST', '/tenant/apikeys', { name: 'viewer in the browser', scopes: ['viewer'] })
@@ -324,6 +369,7 @@ gate.describe('the console in a browser', () => {
     // Admin pages are not in the navigation; write buttons are absent or disabled.
     expect(await byTestId(page, 'nav-keys').count()).toBe(0);
     expect(await byTestId(page, 'nav-webhooks').count()).toBe(0);
+    expect(await byTestId(page, 'nav-audit-log').count()).toBe(0);
     await page.goto('/segments');
     await shown(byTestId(page, 'segments-table').or(byTestId(page, 'empty-state')).first());
     const newSegment = byTestId(page, 'segment-new');
@@ -395,6 +441,7 @@ gate.describe('the console in a browser', () => {
       ['/activations/webhooks', 'webhooks-table'],
       ['/dead-letters', 'dead-letters-table'],
       ['/settings/keys', 'keys-table'],
+      ['/audit-log', 'audit-table'],
       ['/settings', 'settings-save'],
     ];
     for (const [path, ready] of pages) {

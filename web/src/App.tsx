@@ -6,6 +6,7 @@ import {
   IconBrain,
   IconBuilding,
   IconChartPie,
+  IconHistory,
   IconHome,
   IconKey,
   IconLogout,
@@ -36,6 +37,7 @@ const ApiKeys = lazy(() => import('./pages/ApiKeys'));
 const Webhooks = lazy(() => import('./pages/Webhooks'));
 const Settings = lazy(() => import('./pages/Settings'));
 const DeadLetters = lazy(() => import('./pages/DeadLetters'));
+const AuditLog = lazy(() => import('./pages/AuditLog'));
 const NotFound = lazy(() => import('./pages/NotFound'));
 
 interface NavItem {
@@ -73,6 +75,13 @@ const NAV: NavItem[] = [
     label: 'API keys',
     testid: 'nav-keys',
     icon: <IconKey size={18} />,
+    adminOnly: true,
+  },
+  {
+    to: '/audit-log',
+    label: 'Audit log',
+    testid: 'nav-audit-log',
+    icon: <IconHistory size={18} />,
     adminOnly: true,
   },
   {
@@ -182,6 +191,7 @@ function Shell() {
             <Route path="/settings/keys" element={<ApiKeys />} />
             <Route path="/settings" element={<Settings />} />
             <Route path="/dead-letters" element={<DeadLetters />} />
+            <Route path="/audit-log" element={<AuditLog />} />
             <Route path="*" element={<NotFound />} />
           </Routes>
         </Suspense>

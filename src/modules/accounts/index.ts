@@ -1,12 +1,13 @@
 import type { Queryable } from '../../platform/db';
 import { MAX_ACCOUNT_TRAIT_BYTES } from './accounts.limits';
 import { type AccountRow, type AccountWrite, findAccount, upsertAccounts } from './accounts.repo';
-import { deleteMemberships, moveMemberships } from './members.repo';
+import { moveMemberships } from './members.repo';
 
 export { MAX_ACCOUNT_ID_LENGTH, MAX_ACCOUNT_TRAIT_BYTES } from './accounts.limits';
 export { registerAccountRoutes } from './accounts.routes';
 // The processing pipeline's step.
 export { applyMemberships, type GroupStepEvent } from './accounts.step';
+export { accountsPersonalData } from './personal-data';
 /**
  * The accounts module's public API. An account is a group (a company, a team) named by a
  * Segment-style `group` call: its traits (written by the `/v1` door), and the profiles that made the
@@ -48,10 +49,3 @@ export const moveAccountMemberships = (
   workspaceId: string,
   moves: ReadonlyArray<{ from: string; to: string }>,
 ): Promise<void> => moveMemberships(q, workspaceId, moves);
-
-/** An erasure (src/workflows/erasure.ts): the profiles' memberships go; the accounts stay. Returns how many. */
-export const eraseAccountMemberships = (
-  q: Queryable,
-  workspaceId: string,
-  profileIds: readonly string[],
-): Promise<number> => deleteMemberships(q, workspaceId, profileIds);

@@ -139,3 +139,26 @@ export async function countMembers(
   );
   return rows[0]?.n ?? 0;
 }
+
+/** The accounts these profiles are members of, with the account's traits (the access export). */
+export async function membershipsOfProfiles(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<
+  Array<{ group_id: string; traits: Record<string, unknown>; first_seen_at: Date; last_seen_at: Date }>
+> {
+  const { rows } = await q.query<{
+    group_id: string;
+    traits: Record<string, unknown>;
+    first_seen_at: Date;
+    last_seen_at: Date;
+  }>(
+    `SELECT m.group_id, a.traits, min(m.first_seen_at) AS first_seen_at, max(m.last_seen_at) AS last_seen_at
+       FROM account_members m JOIN accounts a ON a.workspace_id = m.workspace_id AND a.group_id = m.group_id
+      WHERE m.workspace_id = $1 AND m.profile_id = ANY($2::uuid[])
+      GROUP BY m.group_id, a.traits ORDER BY min(m.first_seen_at), m.group_id`,
+    [workspaceId, profileIds],
+  );
+  return rows;
+}

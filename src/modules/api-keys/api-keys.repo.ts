@@ -101,6 +101,18 @@ export async function revokeKey(
   return { keyHash: row.key_hash, browser: row.browser };
 }
 
+/** The key with this hash, revoked or not (what a refused console sign-in is attributed to). */
+export async function findAnyKeyByHash(
+  q: Queryable,
+  keyHash: string,
+): Promise<{ id: string; workspace_id: string; name: string } | null> {
+  const { rows } = await q.query<{ id: string; workspace_id: string; name: string }>(
+    'SELECT id, workspace_id, name FROM api_keys WHERE key_hash = $1',
+    [keyHash],
+  );
+  return rows[0] ?? null;
+}
+
 export async function findActiveKeyByHash(q: Queryable, keyHash: string): Promise<ApiKeyRow | null> {
   const { rows } = await q.query<ApiKeyRow>(
     `SELECT ${COLUMNS} FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,

@@ -13,7 +13,7 @@ export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/apikeys',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'apikey.create', target: 'api_key' } },
       schema: {
         tags,
         security,
@@ -49,7 +49,7 @@ export function registerApiKeyRoutes(app: App, deps: AppDeps): void {
   app.delete(
     '/tenant/apikeys/:key_id',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'apikey.revoke', target: 'api_key' } },
       schema: {
         tags,
         security,

@@ -157,6 +157,19 @@ export function browserOriginSource(
 }
 
 /** An active key's name and stored hash, from its raw secret (the console's sign-in); null if none. */
+/**
+ * Which key a secret belongs to, revoked keys included, or null: a refused console sign-in goes to
+ * the audit trail of the key's workspace (the secret itself is never recorded).
+ */
+export async function identifyKey(
+  db: Db,
+  rawSecret: string,
+): Promise<{ id: string; name: string; workspaceId: string } | null> {
+  if (!SECRET_SHAPE.test(rawSecret)) return null;
+  const row = await repo.findAnyKeyByHash(db, hashKey(rawSecret));
+  return row ? { id: row.id, name: row.name, workspaceId: row.workspace_id } : null;
+}
+
 export async function describeActiveKey(
   db: Db,
   rawSecret: string,

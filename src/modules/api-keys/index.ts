@@ -2,7 +2,13 @@
 
 export { registerApiKeyRoutes } from './api-keys.routes';
 export type { ApiKeyView, CreatedApiKey, NewKeyInput } from './api-keys.service';
-export { browserOriginSource, createKey, describeActiveKey, SECRET_SHAPE } from './api-keys.service';
+export {
+  browserOriginSource,
+  createKey,
+  describeActiveKey,
+  identifyKey,
+  SECRET_SHAPE,
+} from './api-keys.service';
 export type { KeyCacheStats, KeyResolver, KeyResolverOptions, ResolvedKey } from './key-resolver';
 export { createKeyResolver } from './key-resolver';
 export type { RevocationBroadcast, RevocationOptions, Revocations, RevocationTarget } from './revocation';

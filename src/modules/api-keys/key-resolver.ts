@@ -123,6 +123,7 @@ export function createKeyResolver(db: Db, opts: KeyResolverOptions = {}): KeyRes
     }
     const key: ResolvedKey = {
       id: row.id,
+      name: row.name,
       workspaceId: row.workspace_id,
       scopes: Object.freeze([...row.scopes]),
       allowedDomains: Object.freeze([...row.allowed_domains]),

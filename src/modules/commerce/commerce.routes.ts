@@ -89,7 +89,10 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/products',
     {
-      config: { auth: 'write' },
+      config: {
+        auth: 'write',
+        audit: { action: 'product.save', target: 'product', id: 'answer.product_id' },
+      },
       schema: {
         tags: ['products'],
         security,
@@ -106,7 +109,7 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
   app.patch(
     '/tenant/products/:id',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'product.update', target: 'product' } },
       schema: {
         tags: ['products'],
         security,
@@ -122,7 +125,7 @@ export function registerCommerceRoutes(app: App, deps: AppDeps): void {
   app.delete(
     '/tenant/products/:id',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'product.delete', target: 'product' } },
       schema: {
         tags: ['products'],
         security,

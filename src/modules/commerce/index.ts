@@ -12,7 +12,7 @@ export {
   reassignOrders,
   recomputeOrderSummary,
 } from './order-events';
-export { unlinkOrdersOfProfiles } from './orders.service';
 // The processing pipeline's step.
 export { applyOrders, type OrderStepEvent } from './orders.step';
+export { commercePersonalData } from './personal-data';
 export { revenueSince } from './stats.repo';

@@ -1,5 +1,5 @@
 import { type CursorCodec, type Page, type PageRequest, toPage } from '../../platform/cursor';
-import type { Db, Queryable } from '../../platform/db';
+import type { Db } from '../../platform/db';
 import { notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import type { OrderItem } from '../ingest';
@@ -20,7 +20,7 @@ export interface OrderView {
   updated_at: string;
 }
 
-const presentOrder = (r: repo.OrderRow): OrderView => ({
+export const presentOrder = (r: repo.OrderRow): OrderView => ({
   order_id: r.order_id,
   profile_id: r.profile_id,
   status: r.status,
@@ -61,16 +61,4 @@ export async function getOrder(db: Db, workspaceId: string, orderId: string): Pr
   const row = await repo.findOrder(db, workspaceId, orderId);
   if (!row) throw notFound('order');
   return presentOrder(row);
-}
-
-/**
- * Profile erasure (docs/profiles.md): the profiles' orders stay for the books but lose their link.
- * Returns how many orders were unlinked. Runs in the erasure's transaction.
- */
-export function unlinkOrdersOfProfiles(
-  tx: Queryable,
-  workspaceId: string,
-  profileIds: readonly string[],
-): Promise<number> {
-  return repo.unlinkOrdersOfProfiles(tx, workspaceId, profileIds);
 }

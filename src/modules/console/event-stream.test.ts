@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../../test/expect-error';
 import { startTestService, type TestService } from '../../../test/harness';
 import { waitUntil } from '../../../test/wait';
+import { ERASURE_CHANNEL } from '../../platform/personal-data';
 import { createEventStreamHub } from './event-stream';
 import { STREAM_LIMITS } from './stream-limits';
 
@@ -52,6 +53,49 @@ async function openStream(query: string, key: string) {
     })();
   }
   return { res, messages, close: () => abort.abort() };
+}
+
+/** SSE events in what a client received. */
+const eventsIn = (chunks: string[]) => chunks.join('').split('event: event\n').length - 1;
+
+/**
+ * A client whose socket accepts the first write and then nothing until `drain()`: the hub sees a
+ * response whose write answers false, as Node's does for a peer that stopped reading.
+ */
+function stalledClient() {
+  const written: string[] = [];
+  let ended = false;
+  const res = Object.assign(new EventEmitter(), {
+    destroyed: false,
+    writableLength: 0,
+    accepting: true,
+    write(chunk: string) {
+      written.push(chunk);
+      const took = res.accepting;
+      res.accepting = false;
+      return took;
+    },
+    end() {
+      ended = true;
+    },
+    destroy() {
+      res.destroyed = true;
+    },
+  });
+  return {
+    res: res as unknown as ServerResponse,
+    written,
+    ended: () => ended,
+    drain() {
+      res.accepting = true;
+      // A reading client keeps taking: every write is accepted from now on.
+      res.write = (chunk: string) => {
+        written.push(chunk);
+        return true;
+      };
+      res.emit('drain');
+    },
+  };
 }
 
 const track = (name: string, i: number, type = 'track') => ({
@@ -156,53 +200,95 @@ describe('GET /tenant/events/stream', () => {
     expect(bad.body.details[0].path).toBe('/type');
   });
 
-  it('keeps a bounded buffer for a slow reader and tells it how many events it missed', async () => {
+  it('holds at most its byte bound for a client that stopped reading, then ends the stream and says why', async () => {
     const ws = await svc.newWorkspace('live-slow');
     const hub = createEventStreamHub(svc.rt.deps.db, svc.rt.deps.log);
-    // A client whose socket accepts the first write and then nothing until it drains.
-    const written: string[] = [];
-    const res = Object.assign(new EventEmitter(), {
-      destroyed: false,
-      accepting: true,
-      write(chunk: string) {
-        written.push(chunk);
-        return this.accepting;
-      },
-      end() {},
-    });
-    res.accepting = false;
-    hub.open(ws.id, { types: new Set(), name: null }, res as unknown as ServerResponse, async () => true);
+    const client = stalledClient();
+    hub.open(ws.id, { types: new Set(), name: null }, client.res, async () => true);
     try {
-      await waitUntil(() => hub.stats().streams === 1, { what: 'the stream to open' });
       await waitUntil(() => hub.stats().cursor !== null, { what: 'the first read of the log' });
       // One event first: its write is accepted by nobody (the socket is full from then on).
       await svc.call('POST', '/api/ingest', { key: ws.adminKey, body: track('First', 0) });
-      const eventsIn = (chunks: string[]) => chunks.join('').split('event: event\n').length - 1;
-      await waitUntil(() => eventsIn(written) === 1, { what: 'the first event to be written' });
-      // Then more than the buffer holds, while the client reads nothing.
-      const n = STREAM_LIMITS.buffer + 120;
-      const events = Array.from({ length: n }, (_, i) => track('Flood', i));
-      for (let i = 0; i < n; i += 500) {
+      await waitUntil(() => eventsIn(client.written) === 1, { what: 'the first event to be written' });
+      // Then 1.5 times the byte bound in events of ≈ 10 KB, while the client reads nothing.
+      const blob = 'x'.repeat(10_000);
+      const n = Math.ceil((STREAM_LIMITS.bufferBytes * 1.5) / blob.length);
+      const events = Array.from({ length: n }, (_, i) => ({ ...track('Flood', i), payload: { blob, i } }));
+      for (let i = 0; i < n; i += 100) {
         const sent = await svc.call('POST', '/tenant/ingest/batch', {
           key: ws.adminKey,
-          body: events.slice(i, i + 500),
+          body: events.slice(i, i + 100),
         });
         expect(sent.status).toBe(202);
+      }
+      await waitUntil(() => hub.stats().endedSlow === 1, { what: 'the stream to be ended' });
+      expect(hub.stats().streams).toBe(0);
+      expect(client.ended()).toBe(true);
+      // None of the flood reached the socket; what waited for it is counted, within the bound.
+      expect(eventsIn(client.written)).toBe(1);
+      const last = client.written.at(-1)!;
+      const dropped = JSON.parse(/event: dropped\ndata: (.*)\n/.exec(last)![1]!);
+      const messageBytes = Buffer.byteLength(client.written[0]!) + blob.length;
+      expect(dropped.count).toBeGreaterThan(Math.floor(STREAM_LIMITS.bufferBytes / messageBytes) - 2);
+      expect(dropped.count).toBeLessThanOrEqual(Math.floor(STREAM_LIMITS.bufferBytes / blob.length) + 1);
+      expect(JSON.parse(/event: end\ndata: (.*)\n/.exec(last)![1]!).reason).toMatch(/read too slowly/);
+      // The client reads again: nothing more comes.
+      client.drain();
+      expect(eventsIn(client.written)).toBe(1);
+    } finally {
+      hub.close();
+    }
+  });
+
+  it('drops what its streams still buffer for a workspace when an erasure there is notified, and says how many', async () => {
+    const ws = await svc.newWorkspace('live-erased');
+    const other = await svc.newWorkspace('live-neighbour');
+    const hub = createEventStreamHub(svc.rt.deps.db, svc.rt.deps.log);
+    const erased = stalledClient();
+    const neighbour = stalledClient();
+    hub.open(ws.id, { types: new Set(), name: null }, erased.res, async () => true);
+    hub.open(other.id, { types: new Set(), name: null }, neighbour.res, async () => true);
+    try {
+      await waitUntil(() => hub.stats().cursor !== null, { what: 'the first read of the log' });
+      for (const [w, c] of [
+        [ws, erased],
+        [other, neighbour],
+      ] as const) {
+        await svc.call('POST', '/api/ingest', { key: w.adminKey, body: track('First', 0) });
+        await waitUntil(() => eventsIn(c.written) === 1, { what: 'the first event to be written' });
+      }
+      // Five events of each workspace wait for their stalled clients.
+      for (const w of [ws, other]) {
+        const batch = Array.from({ length: 5 }, (_, i) => track('Buffered', i + 1));
+        expect(
+          (await svc.call('POST', '/tenant/ingest/batch', { key: w.adminKey, body: batch })).status,
+        ).toBe(202);
       }
       const { rows } = await svc.rt.deps.db.query<{ seq: string }>(
         'SELECT max(seq)::text AS seq FROM events',
       );
       await waitUntil(() => BigInt(hub.stats().cursor ?? 0) >= BigInt(rows[0]!.seq), {
-        what: 'the flood to be read',
+        what: 'the events to be read',
       });
-      expect(eventsIn(written)).toBe(1);
-      // The client catches up: the buffered 500, then how many it missed.
-      res.accepting = true;
-      res.emit('drain');
-      expect(eventsIn(written)).toBe(1 + STREAM_LIMITS.buffer);
-      const dropped = written.filter((w) => w.startsWith('event: dropped'));
-      expect(dropped).toHaveLength(1);
-      expect(JSON.parse(dropped[0]!.split('data: ')[1]!)).toEqual({ count: n - STREAM_LIMITS.buffer });
+
+      // What the erasure workflow sends at its commit (through the database: PGlite delivers it in
+      // this process, PostgreSQL to every listening process).
+      await svc.rt.deps.db.query(`SELECT pg_notify('${ERASURE_CHANNEL}', $1)`, [ws.id]);
+      await waitUntil(() => hub.stats().droppedOnErasure === 5, {
+        what: 'the buffered events to be dropped',
+      });
+
+      erased.drain();
+      neighbour.drain();
+      expect(eventsIn(erased.written)).toBe(1);
+      expect(erased.written.join('')).not.toContain('Buffered');
+      expect(erased.written.filter((w) => w.startsWith('event: dropped'))).toEqual([
+        `event: dropped\ndata: ${JSON.stringify({ count: 5 })}\n\n`,
+      ]);
+      // The other workspace's stream keeps everything.
+      expect(eventsIn(neighbour.written)).toBe(6);
+      expect(neighbour.written.some((w) => w.startsWith('event: dropped'))).toBe(false);
+      expect(hub.stats().streams).toBe(2);
     } finally {
       hub.close();
     }

@@ -1,11 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../platform/errors';
+import { noteAudit } from '../../platform/http/audit';
 import { applyRateHeaders, rateLimited } from '../../platform/http/auth-hook';
 import { Envelope, ok } from '../../platform/http/envelope';
 import { principalOf } from '../../platform/http/principal';
 import { SESSION_COOKIE, sessionEnded, sessionTokenOf } from '../../platform/http/session-cookie';
 import type { App, AppDeps } from '../../platform/http/types';
+import { identifyKey } from '../api-keys';
 import { SESSION_LIMITS, type SessionStore } from './sessions';
 
 const tags = ['console'];
@@ -59,7 +61,7 @@ export function registerSessionRoutes(app: App, deps: AppDeps & { sessions: Sess
     '/tenant/session',
     {
       // The key is in the body: no credential header. Attempts are limited per client address.
-      config: { auth: 'public', rateTier: 'none' },
+      config: { auth: 'public', rateTier: 'none', audit: { action: 'session.create', target: 'session' } },
       schema: {
         tags,
         security: [],
@@ -78,7 +80,28 @@ export function registerSessionRoutes(app: App, deps: AppDeps & { sessions: Sess
       );
       applyRateHeaders(reply, d);
       if (!d.allowed) throw rateLimited(d.resetSeconds);
-      const { token, view } = await deps.sessions.signIn(req.body.api_key);
+      let signedIn: Awaited<ReturnType<SessionStore['signIn']>>;
+      try {
+        signedIn = await deps.sessions.signIn(req.body.api_key);
+      } catch (err) {
+        // A refused sign-in is a security event: it goes to the trail of the key's workspace when
+        // the key exists (revoked or ingest-only), else to the log (platform/http/audit.ts).
+        const key = await identifyKey(deps.db, req.body.api_key).catch(() => null);
+        if (key) {
+          noteAudit(req, {
+            workspaceId: key.workspaceId,
+            actor: { type: 'api_key', keyId: key.id, keyName: key.name },
+            targetId: null,
+          });
+        }
+        throw err;
+      }
+      const { token, sessionId, view } = signedIn;
+      noteAudit(req, {
+        workspaceId: view.workspace_id,
+        actor: { type: 'session', sessionId, keyId: view.key_id, keyName: view.key_name },
+        targetId: sessionId,
+      });
       setCookie(req, reply, token, SESSION_LIMITS.absoluteS);
       // The session is private to this browser.
       void reply.header('cache-control', 'no-store');
@@ -111,7 +134,7 @@ export function registerSessionRoutes(app: App, deps: AppDeps & { sessions: Sess
   app.delete(
     '/tenant/session',
     {
-      config: { auth: 'read', rateTier: 'none' },
+      config: { auth: 'read', rateTier: 'none', audit: { action: 'session.delete', target: 'session' } },
       schema: {
         tags,
         summary: 'Sign out: ends the session on the server and clears the cookie (needs `X-CSRF-Token`).',
@@ -120,6 +143,7 @@ export function registerSessionRoutes(app: App, deps: AppDeps & { sessions: Sess
     },
     async (req, reply) => {
       const token = tokenOf(req);
+      noteAudit(req, { targetId: principalOf(req).sessionId ?? null });
       // With an API key there is no session to end: nothing to do, as after a second sign-out.
       if (token) await deps.sessions.signOut(token);
       setCookie(req, reply, '', 0);

@@ -41,8 +41,11 @@ const hashToken = (token: string): string => createHash('sha256').update(token).
 const invalidKey = () => new AppError('INVALID_TENANT_KEY', 'API key is not valid for any workspace');
 
 export interface SessionStore extends SessionLookup {
-  /** Exchanges a key for a new session: its token (the cookie's value) and what the console shows. */
-  signIn(rawKey: string): Promise<{ token: string; view: SessionView }>;
+  /**
+   * Exchanges a key for a new session: its token (the cookie's value), its id (ses_…, for the audit
+   * trail) and what the console shows.
+   */
+  signIn(rawKey: string): Promise<{ token: string; sessionId: string; view: SessionView }>;
   /** The session of this token as the console shows it, or null when it has ended. */
   describe(token: string): Promise<SessionView | null>;
   /** Ends the session on the server (every instance: the row is gone). */
@@ -98,6 +101,7 @@ export function createSessionStore(db: Db, keys: KeyResolver): SessionStore {
         sessionId: s.row.id,
         workspaceId: s.row.workspace_id,
         keyId: s.row.key_id,
+        keyName: s.row.key_name,
         scopes: s.key.scopes,
         workspaceSettings: s.key.workspaceSettings,
       };
@@ -134,7 +138,7 @@ export function createSessionStore(db: Db, keys: KeyResolver): SessionStore {
       });
       // Ended sessions go a few at a time with each sign-in (and with the maintenance task).
       await repo.pruneEndedSessions(db, 100);
-      return { token, view: viewOf(row, key.scopes, workspace.name, token) };
+      return { token, sessionId: row.id, view: viewOf(row, key.scopes, workspace.name, token) };
     },
 
     async describe(token) {

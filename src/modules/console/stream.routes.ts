@@ -41,8 +41,9 @@ export function registerStreamRoutes(app: App, deps: AppDeps): void {
         description:
           `Each message is \`event: event\` with data \`{id, type, event_name, anonymous_id, identity, occurred_at, received_at, payload}\`; ` +
           `a comment line every ${STREAM_LIMITS.heartbeatMs / 1000} s. At most ${STREAM_LIMITS.perWorkspace} streams per workspace ` +
-          `(429 with Retry-After beyond) and ${STREAM_LIMITS.perProcess} per instance (503). A client that reads too slowly gets ` +
-          `\`event: dropped\` with data \`{count}\` once it catches up (the last ${STREAM_LIMITS.buffer} messages are kept).`,
+          `(429 with Retry-After beyond) and ${STREAM_LIMITS.perProcess} per instance (503). Events left out are counted in ` +
+          `\`event: dropped\` with data \`{count}\`. A client that reads so slowly that more than ${STREAM_LIMITS.bufferBytes} bytes ` +
+          'wait for it is sent `event: dropped` and `event: end` with data `{reason}`, and the stream ends.',
         querystring: StreamQuery,
         response: {
           200: {

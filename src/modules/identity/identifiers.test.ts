@@ -4,8 +4,15 @@ import {
   BUILTIN_JUNK,
   classifyAnonymousId,
   classifyIdentity,
+  type Identifier,
   junkSet,
   junkSetFromSettings,
+  legacyIdentifier,
+  normalizeEmail,
+  normalizeStoredIdentifier,
+  normalizeText,
+  suppressionHash,
+  suppressionHashes,
 } from './identifiers';
 
 const pad = fc.constantFrom('', ' ', '  ', '\t', '\n ');
@@ -102,5 +109,165 @@ describe('identity classification', () => {
       type: 'anonymous_id',
       value: '0f8fad5b-d9cb-469f-a165-70867728950e',
     });
+  });
+});
+
+/** Characters that draw nothing (Unicode category Cf), as look-alikes carry them. */
+const INVISIBLE = [
+  '\u200b',
+  '\u200c',
+  '\u200d',
+  '\u2060',
+  '\ufeff',
+  '\u00ad',
+  '\u200e',
+  '\u202a',
+  '\u{e0041}',
+];
+const invisible = fc.constantFrom(...INVISIBLE);
+/** Letters with and without diacritics, so NFC and NFD spellings differ. */
+const letter = fc.constantFrom(...'abcdeéèêëñøåçüöäiïjoósšžłțğ'.normalize('NFC'));
+const word = fc.array(letter, { minLength: 1, maxLength: 8 }).map((l) => l.join(''));
+/** Any text at all, astral planes, combining marks and format characters included. */
+const anyText = fc.string({ unit: 'binary', maxLength: 40 });
+
+/** Inserts invisible characters at the given positions (modulo the length). */
+const sprinkle = (s: string, marks: Array<[number, string]>) => {
+  const chars = [...s];
+  for (const [at, mark] of marks) chars.splice(at % (chars.length + 1), 0, mark);
+  return chars.join('');
+};
+
+/** How identifiers were classified before normalizeText (trim; e-mails and anonymous ids lower-cased). */
+function classifiedBefore(raw: string): Identifier | null {
+  const t = raw.trim();
+  if (t === '' || BUILTIN_JUNK.includes(t.toLowerCase())) return null;
+  if (t.includes('@')) {
+    const at = t.lastIndexOf('@');
+    return at <= 0 || at === t.length - 1 ? null : { type: 'email', value: t.toLowerCase() };
+  }
+  return classifyIdentity(t); // phones and external ids: ASCII input never reaches the new steps
+}
+
+describe('identifier normalization: look-alikes are one identifier', () => {
+  it('is idempotent: a normalized value normalizes to itself, whatever the input', () => {
+    fc.assert(
+      fc.property(anyText, (raw) => {
+        expect(normalizeText(normalizeText(raw))).toBe(normalizeText(raw));
+        expect(normalizeEmail(normalizeEmail(raw))).toBe(normalizeEmail(raw));
+        for (const classify of [classifyIdentity, classifyAnonymousId]) {
+          const once = classify(raw);
+          if (once) expect(classify(once.value)).toEqual(once);
+        }
+        const stored = classifyIdentity(raw);
+        if (stored) expect(normalizeStoredIdentifier(stored.type, stored.value)).toEqual(stored);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('maps the NFC, NFD, zero-width, case and trailing-dot spellings of one address to one value', () => {
+    fc.assert(
+      fc.property(
+        word,
+        word,
+        fc.constantFrom('com', 'y', 'example.org'),
+        fc.boolean(),
+        fc.array(fc.tuple(fc.nat(), invisible), { maxLength: 4 }),
+        fc.constantFrom('', '.', '..'),
+        fc.array(fc.boolean(), { minLength: 1 }),
+        (local, host, tld, nfd, marks, dots, flips) => {
+          const canonical = `${local}@${host}.${tld}`.normalize('NFC');
+          let raw = `${local}@${host}.${tld}${dots}`;
+          raw = nfd ? raw.normalize('NFD') : raw;
+          raw = sprinkle(randomCase(raw, flips), marks);
+          expect(classifyIdentity(` ${raw} `)).toEqual({ type: 'email', value: canonical });
+          expect(normalizeEmail(raw)).toBe(canonical);
+        },
+      ),
+    );
+    // The issue's look-alikes of josé@x.y.
+    for (const raw of [
+      'jos\u00e9@x.y',
+      'jose\u0301@x.y',
+      'jose\u0301\u200b@x.y',
+      'jos\u00e9@x.y.',
+      'JOS\u00c9@X.Y',
+    ])
+      expect(classifyIdentity(raw)).toEqual({ type: 'email', value: 'jos\u00e9@x.y' });
+  });
+
+  it('maps the spellings of one external id to one value, case kept', () => {
+    fc.assert(
+      fc.property(
+        word,
+        fc.boolean(),
+        fc.array(fc.tuple(fc.nat(), invisible), { maxLength: 4 }),
+        (w, nfd, marks) => {
+          const id = `CRM-${w}`;
+          const raw = sprinkle(nfd ? id.normalize('NFD') : id, marks);
+          expect(classifyIdentity(raw)).toEqual({ type: 'external_id', value: id.normalize('NFC') });
+        },
+      ),
+    );
+    // A phone that only an invisible character kept from looking like one is the phone.
+    expect(classifyIdentity('+1 415\u200b555 2671')).toEqual({ type: 'phone', value: '+14155552671' });
+  });
+
+  it('leaves ASCII identifiers exactly as before (only an e-mail domain’s trailing dot goes)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary-ascii', maxLength: 40 }), (raw) => {
+        const before = classifiedBefore(raw);
+        const now = classifyIdentity(raw);
+        if (before?.type === 'email' && before.value.endsWith('.')) {
+          expect(now?.value ?? '').not.toMatch(/\.$/);
+          return;
+        }
+        expect(now).toEqual(before);
+        if (raw.trim() !== '' && !BUILTIN_JUNK.includes(raw.trim().toLowerCase()))
+          expect(classifyAnonymousId(raw)).toEqual({ type: 'anonymous_id', value: raw.trim().toLowerCase() });
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('refuses what nothing is left of once invisible characters and trailing dots go', () => {
+    expect(classifyIdentity('\u200b\u200d\ufeff')).toBeNull();
+    expect(classifyIdentity('a@.')).toBeNull();
+    expect(classifyIdentity('n\u200bull')).toBeNull();
+    expect(classifyAnonymousId('\u2060anonymous')).toBeNull();
+    expect(normalizeStoredIdentifier('email', '\u200b')).toBeNull();
+  });
+
+  it('applies the workspace junk list to look-alikes of its entries', () => {
+    const junk = junkSetFromSettings({ junk_identifiers: ['test@example.com'] });
+    expect(classifyIdentity('te\u200bst@example.com.', junk)).toBeNull();
+  });
+});
+
+describe('suppression hashes across the normalization', () => {
+  const ws = '11111111-1111-4111-8111-111111111111';
+  const nfc = { type: 'email', value: 'jos\u00e9@x.y' } as const;
+
+  it('covers the spellings older versions stored for the normal form', () => {
+    const hashes = suppressionHashes(ws, nfc);
+    for (const value of ['jos\u00e9@x.y', 'jose\u0301@x.y', 'jos\u00e9@x.y.', 'jose\u0301@x.y.'])
+      expect(hashes).toContain(suppressionHash(ws, { type: 'email', value }));
+  });
+
+  it('covers what an older version made of the raw value, when it differs from today’s', () => {
+    const raw = 'Jose\u0301\u200b@X.y';
+    const legacy = legacyIdentifier(raw, 'identity');
+    expect(legacy).toEqual({ type: 'email', value: 'jose\u0301\u200b@x.y' });
+    expect(suppressionHashes(ws, classifyIdentity(raw)!, legacy)).toContain(suppressionHash(ws, legacy!));
+    // ASCII input was classified then as now: nothing more to look up.
+    expect(legacyIdentifier(' Ann@Example.com ', 'identity')).toBeNull();
+    expect(legacyIdentifier('+1 415 555 2671', 'identity')).toBeNull();
+  });
+
+  it('gives ASCII identifiers the one hash they always had', () => {
+    expect(suppressionHashes(ws, { type: 'external_id', value: 'CRM-1' })).toEqual([
+      suppressionHash(ws, { type: 'external_id', value: 'CRM-1' }),
+    ]);
   });
 });

@@ -182,34 +182,6 @@ export async function listEdgesOfProfile(
   return rows;
 }
 
-/** Which of these suppression hashes are on the workspaces' block lists. */
-export async function findSuppressed(
-  q: Queryable,
-  keys: ReadonlyArray<{ workspace_id: string; hash: string }>,
-): Promise<Array<{ workspace_id: string; hash: string }>> {
-  if (keys.length === 0) return [];
-  const { rows } = await q.query<{ workspace_id: string; hash: string }>(
-    `SELECT s.workspace_id, s.hash
-       FROM jsonb_to_recordset($1::jsonb) AS k(workspace_id uuid, hash text)
-       JOIN identifier_suppressions s ON s.workspace_id = k.workspace_id AND s.hash = k.hash`,
-    [JSON.stringify(keys)],
-  );
-  return rows;
-}
-
-export async function insertSuppressions(
-  q: Queryable,
-  workspaceId: string,
-  hashes: readonly string[],
-): Promise<void> {
-  if (hashes.length === 0) return;
-  await q.query(
-    `INSERT INTO identifier_suppressions (workspace_id, hash) SELECT $1, unnest($2::text[])
-     ON CONFLICT DO NOTHING`,
-    [workspaceId, hashes],
-  );
-}
-
 /**
  * The identifiers of these profiles, oldest first per profile (as the profile reads show them), by
  * one probe of the owner index per profile: every one, or without anonymous ids (what the resolver
@@ -237,6 +209,36 @@ export async function listIdentifiersOfProfiles(
   return out;
 }
 
+/** Every node of these profiles with its times, oldest first (the access export). */
+export async function listNodesOfProfiles(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<NodeRow[]> {
+  const { rows } = await q.query<NodeRow>(
+    `SELECT n.* FROM unnest($2::uuid[]) AS p(id)
+       ${probeEach('identity_nodes', 'x.profile_id = p.id AND x.workspace_id = $1', 'n')}
+      ORDER BY n.first_seen, n.type, n.value`,
+    [workspaceId, [...new Set(profileIds)]],
+  );
+  return rows;
+}
+
+/** The edges between these profiles' nodes, oldest first (the access export). */
+export async function listEdgesOfProfiles(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<EdgeRow[]> {
+  const { rows } = await q.query<EdgeRow>(
+    `SELECT e.from_node, e.to_node, e.event_id, e.created_at FROM identity_edges e
+       JOIN identity_nodes n ON n.id = e.from_node
+      WHERE e.workspace_id = $1 AND n.profile_id = ANY($2::uuid[]) ORDER BY e.seq`,
+    [workspaceId, profileIds],
+  );
+  return rows;
+}
+
 /** Erasure: the nodes of these profiles go, and their edges with them (ON DELETE CASCADE). */
 export async function deleteNodesOfProfiles(
   q: Queryable,
@@ -248,4 +250,102 @@ export async function deleteNodesOfProfiles(
     [workspaceId, profileIds],
   );
   return rowCount;
+}
+
+/**
+ * The repair of look-alike identifiers (src/workflows/repair.ts) walks the nodes by id, a window of
+ * `window` nodes per statement (an index range, whatever the table's size), and answers the ones in
+ * the window normalization may change: a value that is not plain ASCII, or an e-mail ending in a dot.
+ * Every other value is unchanged by normalization (identifiers.test.ts shows it for ASCII). `last`
+ * is the window's last id (null: the walk is done).
+ */
+export async function scanLookAlikeNodes(
+  q: Queryable,
+  afterId: string | null,
+  window: number,
+): Promise<{ last: string | null; rows: NodeRef[] }> {
+  const { rows } = await q.query<NodeRef & { last: string }>(
+    `WITH w AS (
+       SELECT id, workspace_id, type, value, profile_id FROM identity_nodes
+        WHERE id > COALESCE($1::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+        ORDER BY id LIMIT $2)
+     SELECT l.last, w.id, w.workspace_id, w.type, w.value, w.profile_id
+       FROM (SELECT id AS last FROM w ORDER BY id DESC LIMIT 1) l
+       LEFT JOIN w ON octet_length(w.value) <> char_length(w.value) OR (w.type = 'email' AND w.value LIKE '%.')`,
+    [afterId, window],
+  );
+  const last = rows[0]?.last ?? null;
+  return {
+    last,
+    rows: rows
+      .filter((r) => r.id !== null)
+      .map((r) => ({
+        id: r.id,
+        workspace_id: r.workspace_id,
+        type: r.type,
+        value: r.value,
+        profile_id: r.profile_id,
+      })),
+  };
+}
+
+/** A node's identifier, read again by id inside the repair's transaction (null: erased meanwhile). */
+export async function findNodeById(q: Queryable, workspaceId: string, id: string): Promise<NodeRef | null> {
+  const { rows } = await q.query<NodeRef>(
+    'SELECT id, workspace_id, type, value, profile_id FROM identity_nodes WHERE workspace_id = $1 AND id = $2',
+    [workspaceId, id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Gives a node its normalized identifier (the repair, when no node holds that one yet). */
+export async function renameNode(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+  to: { type: IdentifierType; value: string },
+): Promise<void> {
+  await q.query('UPDATE identity_nodes SET type = $3, value = $4 WHERE workspace_id = $1 AND id = $2', [
+    workspaceId,
+    id,
+    to.type,
+    to.value,
+  ]);
+}
+
+/**
+ * Folds a look-alike node into the node of its normal form, both of one profile: its edges (the
+ * evidence) now end at that node (an edge it would duplicate, or that would join the node to itself,
+ * goes), the node's seen times widen to cover the look-alike's, and the look-alike goes.
+ */
+export async function foldNode(
+  q: Queryable,
+  workspaceId: string,
+  fromId: string,
+  intoId: string,
+): Promise<void> {
+  await q.query(
+    `INSERT INTO identity_edges (workspace_id, from_node, to_node, event_id, created_at)
+     SELECT workspace_id, f, t, event_id, created_at FROM (
+       SELECT workspace_id, event_id, created_at,
+              CASE WHEN from_node = $2 THEN $3::uuid ELSE from_node END AS f,
+              CASE WHEN to_node = $2 THEN $3::uuid ELSE to_node END AS t
+         FROM identity_edges WHERE workspace_id = $1 AND (from_node = $2 OR to_node = $2)) e
+      WHERE f <> t
+      ORDER BY f, t
+     ON CONFLICT (from_node, to_node) DO NOTHING`,
+    [workspaceId, fromId, intoId],
+  );
+  await q.query(
+    `UPDATE identity_nodes n SET first_seen = LEAST(n.first_seen, o.first_seen), last_seen = GREATEST(n.last_seen, o.last_seen)
+       FROM identity_nodes o WHERE n.workspace_id = $1 AND n.id = $3 AND o.id = $2`,
+    [workspaceId, fromId, intoId],
+  );
+  // Its edges go with it (ON DELETE CASCADE).
+  await q.query('DELETE FROM identity_nodes WHERE workspace_id = $1 AND id = $2', [workspaceId, fromId]);
+}
+
+/** Removes a look-alike node its profile may not keep (the repair could not merge the two owners). */
+export async function deleteNode(q: Queryable, workspaceId: string, id: string): Promise<void> {
+  await q.query('DELETE FROM identity_nodes WHERE workspace_id = $1 AND id = $2', [workspaceId, id]);
 }

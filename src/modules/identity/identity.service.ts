@@ -1,7 +1,16 @@
 import type { Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
-import { type Identifier, suppressionHash } from './identifiers';
+import {
+  classifyAnonymousId,
+  classifyIdentity,
+  type Identifier,
+  legacyIdentifier,
+  normalizeStoredIdentifier,
+  suppressionHash,
+  suppressionHashes,
+} from './identifiers';
 import * as repo from './identity.repo';
+import * as suppressions from './suppressions.repo';
 
 /**
  * The identity graph as other modules use it: what it says about a profile, suppression and
@@ -51,38 +60,64 @@ export async function readGraphOfProfile(
   };
 }
 
-/** Whether any of these identifiers of a workspace was erased with suppression. */
+/**
+ * Whether any of these identifiers of a workspace was erased with suppression (blocked for good:
+ * an erasure's horizon only concerns events received before it, never a new write). Each is looked
+ * up under every hash it may have been suppressed as (`suppressionHashes`); `legacy` adds what older
+ * versions made of the raw values (`legacyIdentifier`).
+ */
 export async function isSuppressed(
   q: Queryable,
   workspaceId: string,
   identifiers: readonly Identifier[],
+  legacy: ReadonlyArray<Identifier | null> = [],
 ): Promise<boolean> {
-  const keys = identifiers.map((i) => ({ workspace_id: workspaceId, hash: suppressionHash(workspaceId, i) }));
-  return (await repo.findSuppressed(q, keys)).length > 0;
+  const hashes = new Set(identifiers.flatMap((i) => suppressionHashes(workspaceId, i)));
+  for (const l of legacy) if (l) hashes.add(suppressionHash(workspaceId, l));
+  const keys = [...hashes].map((hash) => ({ workspace_id: workspaceId, hash }));
+  return (await suppressions.findSuppressed(q, keys)).some((s) => s.until_seq === null);
 }
 
 /**
- * Erasure with ?suppress=true: a hash of each identifier of the profile goes on the workspace's
- * block list (before the nodes themselves are erased).
+ * An erasure puts a hash of each of the person's identifiers on the workspace's block list: for good
+ * with ?suppress=true (`untilSeq` null), else up to the erasure's horizon, so that the events received
+ * before it and still on their way are dropped rather than bring the person back.
  */
-export async function suppressIdentifiersOfProfile(
+export async function suppressIdentifiers(
   q: Queryable,
   workspaceId: string,
-  profileId: string,
+  identifiers: readonly Identifier[],
+  untilSeq: number | null,
 ): Promise<void> {
-  const nodes = await repo.listNodesOfProfile(q, workspaceId, profileId);
-  await repo.insertSuppressions(
-    q,
-    workspaceId,
-    nodes.map((n) => suppressionHash(workspaceId, n)),
-  );
+  // A stored identifier the repair of look-alikes has not reached yet is blocked in its normal form
+  // too, which is what every later check looks up.
+  const hashes = new Set<string>();
+  for (const i of identifiers) {
+    hashes.add(suppressionHash(workspaceId, i));
+    const normal = normalizeStoredIdentifier(i.type, i.value);
+    if (normal) hashes.add(suppressionHash(workspaceId, normal));
+  }
+  await suppressions.insertSuppressions(q, workspaceId, [...hashes], untilSeq);
 }
 
-/** Erasure: the identifier nodes of these profiles and their edges; returns how many nodes went. */
-export function eraseIdentityOfProfiles(
-  q: Queryable,
-  workspaceId: string,
-  profileIds: readonly string[],
-): Promise<number> {
-  return repo.deleteNodesOfProfiles(q, workspaceId, profileIds);
+/**
+ * DELETE /tenant/suppressions/{identifier}: the identifier may create a profile again. The value is
+ * classified as an event's `identity` would be, and as an `anonymous_id`, so either kind is lifted.
+ * Answers whether anything was on the list.
+ */
+export async function liftSuppression(q: Queryable, workspaceId: string, raw: string): Promise<boolean> {
+  // Every spelling the identifier may be on the list as goes with it (suppressionHashes).
+  const hashes = [
+    ...hashesOf(workspaceId, classifyIdentity(raw), legacyIdentifier(raw, 'identity')),
+    ...hashesOf(workspaceId, classifyAnonymousId(raw), legacyIdentifier(raw, 'anonymous_id')),
+  ];
+  if (hashes.length === 0) return false;
+  return (await suppressions.deleteSuppressions(q, workspaceId, hashes)) > 0;
 }
+
+const hashesOf = (workspaceId: string, id: Identifier | null, legacy: Identifier | null): string[] =>
+  id ? suppressionHashes(workspaceId, id, legacy) : legacy ? [suppressionHash(workspaceId, legacy)] : [];
+
+/** Drops the erasure horizons no waiting event can reach any more (every event up to them is settled). */
+export const dropSpentHorizons = (q: Queryable, oldestWaitingSeq: number): Promise<number> =>
+  suppressions.deleteHorizonsBelow(q, oldestWaitingSeq);

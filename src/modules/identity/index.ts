@@ -14,32 +14,43 @@ export {
   identifierKey,
   junkSet,
   junkSetFromSettings,
+  legacyIdentifier,
   MAX_IDENTIFIER_LENGTH,
   normalizeEmail,
+  normalizeStoredIdentifier,
+  normalizeText,
   suppressionHash,
+  suppressionHashes,
 } from './identifiers';
 // The graph's writes, for the profiles unit of work (profile-batch) that changes profiles and graph
 // together in one transaction.
 export {
+  deleteNode,
   type EdgeRow,
+  findNodeById,
   findNodes,
-  findSuppressed,
+  foldNode,
   insertEdges,
   listIdentifiersOfProfiles,
   type NodeKey,
+  type NodeRef,
   type NodeRow,
   type NodeWrite,
+  renameNode,
   repointNodes,
+  scanLookAlikeNodes,
   upsertNodes,
 } from './identity.repo';
 export {
-  eraseIdentityOfProfiles,
+  dropSpentHorizons,
   type GraphEdgeView,
   type GraphNodeView,
   isSuppressed,
+  liftSuppression,
   readGraphOfProfile,
-  suppressIdentifiersOfProfile,
+  suppressIdentifiers,
 } from './identity.service';
+export { identifiersOfProfiles, identityPersonalData, subjectMatcher } from './personal-data';
 export {
   conflicts,
   type Decision,
@@ -51,3 +62,5 @@ export {
 } from './resolve';
 // The processing pipeline's step.
 export { orderingTokens, type ProfilesPort, type ResolvableEvent, resolveIdentities } from './resolve.step';
+export { findSuppressed } from './suppressions.repo';
+export { registerSuppressionRoutes } from './suppressions.routes';

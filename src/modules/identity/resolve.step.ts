@@ -2,9 +2,10 @@ import type { Logger } from 'pino';
 import type { Queryable } from '../../platform/db';
 import { type Settlement, type StepResult, settled } from '../../platform/pipeline';
 import type { GraphBatch } from './graph-batch';
-import { type Identifier, identifierKey, suppressionHash } from './identifiers';
-import * as repo from './identity.repo';
+import { type Identifier, identifierKey, legacyIdentifier, suppressionHashes } from './identifiers';
+import type * as repo from './identity.repo';
 import { decide } from './resolve';
+import { findSuppressed } from './suppressions.repo';
 
 /**
  * The pipeline's identity step (docs/profiles.md): lock the profiles owning the batch's identifiers,
@@ -23,6 +24,11 @@ export interface ResolvableEvent {
   profileId: string | null;
   /** The workspace's merge cap (settings.merge_cap); the documented default when absent. */
   mergeCap?: number;
+  /**
+   * The identifiers as the event carried them: suppressions stored before identifiers were
+   * normalized are looked up under what older versions made of them too (`suppressionHashes`).
+   */
+  event?: { identity: string | null; anonymous_id: string | null };
 }
 
 /** What identity resolution needs from the profiles module (wired by the pipeline). */
@@ -87,8 +93,8 @@ export async function resolveIdentities(
       anonymous: e.anonymous,
       identityOwner: identityOwner ? graph.view(identityOwner) : null,
       anonymousOwner: anonymousOwner ? graph.view(anonymousOwner) : null,
-      identitySuppressed: !identityOwner && isSuppressed(ws, e.identity),
-      anonymousSuppressed: !anonymousOwner && isSuppressed(ws, e.anonymous),
+      identitySuppressed: !identityOwner && isSuppressed(e, 'identity'),
+      anonymousSuppressed: !anonymousOwner && isSuppressed(e, 'anonymous'),
       mergeCap: e.mergeCap,
     });
 
@@ -151,24 +157,44 @@ function keysOf(e: ResolvableEvent): repo.NodeKey[] {
   return keys;
 }
 
-/** Suppression applies to identifiers nobody owns (an owned one was never erased): one lookup. */
+/**
+ * Suppression applies to identifiers nobody owns (an owned one was never erased): one lookup. An
+ * erasure's horizon blocks an identifier only for the events received before it (seq up to the
+ * horizon); a suppression blocks it for good.
+ */
 async function suppressionOf(
   tx: Queryable,
   events: readonly ResolvableEvent[],
   graph: GraphBatch,
-): Promise<(ws: string, id: Identifier | null) => boolean> {
+): Promise<(e: ResolvableEvent, which: 'identity' | 'anonymous') => boolean> {
+  // The hashes each unowned identifier of each event may be on the list as, by event and identifier.
+  const hashesOf = new Map<ResolvableEvent, { identity: string[]; anonymous: string[] }>();
   const unowned = new Map<string, { workspace_id: string; hash: string }>();
+  const candidates = (e: ResolvableEvent, id: Identifier | null, kind: 'identity' | 'anonymous_id') => {
+    if (!id || graph.ownerOf(e.workspaceId, id)) return [];
+    const raw = kind === 'identity' ? e.event?.identity : e.event?.anonymous_id;
+    const hashes = suppressionHashes(e.workspaceId, id, legacyIdentifier(raw, kind));
+    for (const hash of hashes) unowned.set(`${e.workspaceId}|${hash}`, { workspace_id: e.workspaceId, hash });
+    return hashes;
+  };
   for (const e of events) {
-    for (const id of [e.identity, e.anonymous]) {
-      if (!id || graph.ownerOf(e.workspaceId, id)) continue;
-      const hash = suppressionHash(e.workspaceId, id);
-      unowned.set(`${e.workspaceId}|${hash}`, { workspace_id: e.workspaceId, hash });
-    }
+    hashesOf.set(e, {
+      identity: candidates(e, e.identity, 'identity'),
+      anonymous: candidates(e, e.anonymous, 'anonymous_id'),
+    });
   }
-  const suppressed = new Set(
-    (await repo.findSuppressed(tx, [...unowned.values()])).map((s) => `${s.workspace_id}|${s.hash}`),
+  // Until which seq each found hash blocks (Infinity: for good).
+  const suppressed = new Map(
+    (await findSuppressed(tx, [...unowned.values()])).map((s) => [
+      `${s.workspace_id}|${s.hash}`,
+      s.until_seq === null ? Number.POSITIVE_INFINITY : Number(s.until_seq),
+    ]),
   );
-  return (ws, id) => id !== null && suppressed.size > 0 && suppressed.has(`${ws}|${suppressionHash(ws, id)}`);
+  return (e, which) => {
+    if (suppressed.size === 0) return false;
+    const hashes = hashesOf.get(e)?.[which] ?? [];
+    return hashes.some((h) => e.seq <= (suppressed.get(`${e.workspaceId}|${h}`) ?? -1));
+  };
 }
 
 /** Identifier keys and owning profiles of an event: the per-person ordering tokens (ordering.ts). */

@@ -2,18 +2,10 @@ import type { Queryable } from '../../platform/db';
 import * as repo from './erase.repo';
 
 /**
- * What other modules may do to the event log's rows of a profile (profile erasure and merges). Runs
- * in the caller's transaction, after the caller locked the profiles (the one lock order).
+ * What other modules may do to the event log's rows of a profile in a merge (an erasure goes through
+ * ./personal-data.ts). Runs in the caller's transaction, after the caller locked the profiles (the
+ * one lock order).
  */
-
-/** Erasure (docs/profiles.md): the processed events of these profiles go; returns how many. */
-export function eraseEventsOfProfiles(
-  q: Queryable,
-  workspaceId: string,
-  profileIds: readonly string[],
-): Promise<number> {
-  return repo.deleteEventsOfProfiles(q, workspaceId, profileIds);
-}
 
 /** Merges: the merged-away profiles' events move to their survivors (timelines follow the merge). */
 export function moveEventsToSurvivors(

@@ -20,7 +20,8 @@ export {
   markEventsApplied,
   markEventUnprocessed,
 } from './applied.repo';
-export { eraseEventsOfProfiles, moveEventsToSurvivors } from './erase';
+export { moveEventsToSurvivors } from './erase';
+export { logHorizon } from './erase.repo';
 export {
   EVENT_RECORD_COLUMNS,
   type EventRecord,
@@ -59,6 +60,7 @@ export {
   readOrderPayload,
   withOrderDefaults,
 } from './order-payload';
+export { ingestPersonalData } from './personal-data';
 export { eventMinutesSince, pruneEventMinutes, receivedAtOfSeq } from './stats.repo';
 export { lastLogSeq, readLogTail, type TailRow } from './tail.repo';
 export { countTraitKeys, TOO_MANY_TRAIT_KEYS, TRAIT_LIMITS } from './trait-limits';

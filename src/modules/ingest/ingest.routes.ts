@@ -1,6 +1,7 @@
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 import { yielderFor } from '../../platform/cooperate';
 import { AppError, stacklessError } from '../../platform/errors';
+import { INGEST_EXEMPTION } from '../../platform/http/audit';
 import { applyRateHeaders, rateLimited } from '../../platform/http/auth-hook';
 import { principalOf } from '../../platform/http/principal';
 import { limitFor } from '../../platform/http/rate-limit';
@@ -107,7 +108,7 @@ export function registerIngestRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/api/ingest',
     {
-      config: { auth: 'ingest', cors: true },
+      config: { auth: 'ingest', cors: true, audit: { exempt: INGEST_EXEMPTION } },
       bodyLimit: LIMITS.singleBodyBytes,
       validatorCompiler: withRules(app, (body, now) => checkEvent(body, '', now)),
       schema: {
@@ -129,7 +130,7 @@ export function registerIngestRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/ingest/batch',
     {
-      config: { auth: 'ingest', cors: true, rateTier: 'batch' },
+      config: { auth: 'ingest', cors: true, rateTier: 'batch', audit: { exempt: INGEST_EXEMPTION } },
       bodyLimit: LIMITS.batchBodyBytes,
       validatorCompiler: arrayOnly(app),
       // Before validation: an oversized batch is refused without validating 1000+ items, and the

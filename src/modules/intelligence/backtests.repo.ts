@@ -192,3 +192,30 @@ export async function listBacktests(
   );
   return rows;
 }
+
+/** Erasure: every back-test's scores of these profiles go (the back-test keeps its evaluation). */
+export async function deleteBacktestScoresOf(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<number> {
+  const { rowCount } = await q.query(
+    'DELETE FROM backtest_scores WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])',
+    [workspaceId, profileIds],
+  );
+  return rowCount;
+}
+
+/** Every back-test's scores of these profiles (the access export). */
+export async function backtestScoresOf(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<Array<Record<string, unknown>>> {
+  const { rows } = await q.query<Record<string, unknown>>(
+    `SELECT * FROM backtest_scores WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])
+      ORDER BY fit_id, profile_id`,
+    [workspaceId, profileIds],
+  );
+  return rows;
+}

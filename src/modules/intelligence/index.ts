@@ -12,3 +12,4 @@ export { registerIntelligenceRoutes } from './intelligence.routes';
 export { fitAndRescore } from './intelligence.service';
 // The processing pipeline's step.
 export { markRescoring, type ScoredEvent } from './mark.step';
+export { intelligencePersonalData } from './personal-data';

@@ -129,7 +129,7 @@ export function registerIntelligenceRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/intelligence/models/fit',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'model.fit', target: 'model_fit', id: 'answer.fit_id' } },
       // Every field is optional: a bare POST is the live fit with the default model.
       preValidation: async (req) => {
         req.body ??= {};

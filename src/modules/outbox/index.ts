@@ -5,13 +5,17 @@
  */
 
 export {
+  deleteFactsAbout,
+  factSubject,
   OUTBOX_CHANNEL,
   OUTBOX_START,
   type OutboxCursor,
   type OutboxFact,
   type OutboxRow,
   type OutboxType,
+  readFactsAbout,
   readOutbox,
   writeOutbox,
   writeOutboxMany,
 } from './outbox.repo';
+export { outboxPersonalData } from './personal-data';

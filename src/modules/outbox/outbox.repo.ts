@@ -69,6 +69,54 @@ export async function writeOutboxMany(q: Queryable, facts: readonly OutboxFact[]
   return rows.map((r) => r.id);
 }
 
+/**
+ * The profile a fact is about: `profile_id`, or the survivor of a merge (`primary_profile_id`), if
+ * any. Deliveries of one subscription about one profile go out in this order, and an erasure finds
+ * the person's facts by it (the index `outbox_subject_idx`, migration 0035, is this expression).
+ */
+export function factSubject(data: Readonly<Record<string, unknown>>): string | null {
+  const id = data.profile_id ?? data.primary_profile_id;
+  return typeof id === 'string' ? id : null;
+}
+
+/** The SQL of factSubject, exactly as the index is built (so the planner can use it). */
+const SUBJECT_SQL = "COALESCE(data ->> 'profile_id', data ->> 'primary_profile_id')";
+
+/**
+ * Erasure: deletes at most `limit` facts about these profiles (the survivor and every profile
+ * merged into it), answering how many went. A fact not read yet by a consumer simply never is.
+ */
+export async function deleteFactsAbout(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+  limit: number | null = null,
+): Promise<number> {
+  if (profileIds.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `DELETE FROM outbox WHERE seq IN (
+       SELECT seq FROM outbox WHERE workspace_id = $1 AND ${SUBJECT_SQL} = ANY($2::text[]) LIMIT $3)`,
+    [workspaceId, profileIds, limit],
+  );
+  return rowCount;
+}
+
+/** The facts about these profiles, oldest first, a page at a time (the access export). */
+export async function readFactsAbout(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+  afterSeq: number,
+  limit: number,
+): Promise<OutboxRow[]> {
+  const { rows } = await q.query<OutboxRow>(
+    `SELECT seq, xid::text AS xid, id, workspace_id, type, data, created_at FROM outbox
+      WHERE workspace_id = $1 AND ${SUBJECT_SQL} = ANY($2::text[]) AND seq > $3 ORDER BY seq LIMIT $4`,
+    [workspaceId, profileIds, afterSeq, limit],
+  );
+  return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
+}
+
 /** The channel a transaction that wrote facts notifies at commit, with its workspace id as payload. */
 export const OUTBOX_CHANNEL = 'cdp_outbox';
 

@@ -44,7 +44,7 @@ export function registerDeadLetterRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/dead-letters/:id/retry',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'dead_letter.retry', target: 'dead_letter' } },
       schema: {
         tags,
         security,

@@ -1,6 +1,5 @@
 import type { Queryable } from '../../platform/db';
 import * as erasureRepo from './erasure.repo';
-import { deleteLineage } from './lineage.repo';
 import { StaleReadError } from './profile-batch.types';
 import * as repo from './profiles.repo';
 
@@ -16,17 +15,6 @@ export async function lockProfileFamily(tx: Queryable, survivor: string): Promis
     throw new StaleReadError('the profile changed before it was locked');
   }
   return [survivor, ...locked.merged.map((r) => r.id)];
-}
-
-/** Deletes the profiles' lineage, then the rows themselves (merged-away ones first); answers the counts. */
-export async function deleteProfileRows(
-  tx: Queryable,
-  workspaceId: string,
-  ids: readonly string[],
-): Promise<{ lineage: number; profiles: number }> {
-  const lineage = await deleteLineage(tx, workspaceId, ids);
-  const profiles = await repo.deleteProfiles(tx, workspaceId, ids);
-  return { lineage, profiles };
 }
 
 /** The erasure log: who erased which profile id when, and how much, never what. */

@@ -3,10 +3,11 @@
  * profiles, profile_lineage, profile_erasures. Trait rules are pure functions (./traits).
  */
 
-export { deleteProfileRows, lockProfileFamily, recordErasure } from './erasure';
+export { lockProfileFamily, recordErasure } from './erasure';
 // Workspace exports (GET /tenant/exports/profiles, a segment's members): finished lines, and where a profile stands.
 export { exportProfilesPage, findProfileKey, PROFILE_EXPORT_FIELDS } from './export.repo';
 export { FACT_LIMITS, type FactProfile, type ProfileSummary } from './fact-profile';
+export { profilesPersonalData } from './personal-data';
 export {
   type BatchProfile,
   createProfileBatch,
@@ -20,6 +21,7 @@ export {
   listMergedAway,
   listMergedIds,
   liveProfileSliceEnd,
+  scanLookAlikeEmails,
 } from './profile-reads.repo';
 export {
   findLiveProfileId,
@@ -40,6 +42,7 @@ export {
   lockProfiles,
   type ProfileHead,
   type ProfileRow,
+  setNormalizedEmails,
 } from './profiles.repo';
 export { checkAttributeWrite, lockInto, storeOrderSummary, withRetry } from './profiles.write';
 // The intelligence module's scores, written onto the profile row, and their distributions.

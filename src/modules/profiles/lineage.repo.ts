@@ -106,15 +106,38 @@ export async function moveLineage(
   );
 }
 
-/** Erasure: the lineage of these profiles goes (it has no foreign key to cascade). Returns how many. */
+/**
+ * Erasure: the lineage of these profiles goes (it has no foreign key to cascade), at most `limit`
+ * rows (all when null). Returns how many.
+ */
 export async function deleteLineage(
   q: Queryable,
   workspaceId: string,
   ids: readonly string[],
+  limit: number | null = null,
 ): Promise<number> {
+  if (ids.length === 0) return 0;
   const { rowCount } = await q.query(
-    'DELETE FROM profile_lineage WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[])',
-    [workspaceId, ids],
+    `DELETE FROM profile_lineage WHERE seq = ANY(ARRAY(
+       SELECT seq FROM profile_lineage WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[]) LIMIT $3))`,
+    [workspaceId, ids, limit],
   );
   return rowCount;
+}
+
+/** The lineage of these profiles, oldest first, a page after `afterSeq` (the access export). */
+export async function lineagePage(
+  q: Queryable,
+  workspaceId: string,
+  ids: readonly string[],
+  afterSeq: number,
+  limit: number,
+): Promise<Array<LineageRow & { profile_id: string }>> {
+  const { rows } = await q.query<LineageRow & { profile_id: string }>(
+    `SELECT seq, profile_id, path, old_value, new_value, source_type, source_id, merged_from, occurred_at, recorded_at
+       FROM profile_lineage WHERE workspace_id = $1 AND profile_id = ANY($2::uuid[]) AND seq > $3
+      ORDER BY seq LIMIT $4`,
+    [workspaceId, ids, afterSeq, limit],
+  );
+  return rows;
 }

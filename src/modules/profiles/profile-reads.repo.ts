@@ -165,3 +165,30 @@ export async function liveProfileSliceEnd(
   );
   return rows[0]?.seq ?? null;
 }
+
+/**
+ * The repair of look-alike identifiers: live profiles whose `email` normalization may change (not
+ * plain ASCII, or ending in a dot), read by a window of `window` profiles in seq order (`last`: the
+ * window's last seq, null when the walk is done).
+ */
+export async function scanLookAlikeEmails(
+  q: Queryable,
+  afterSeq: number,
+  window: number,
+): Promise<{ last: number | null; rows: Array<{ id: string; workspace_id: string; email: string }> }> {
+  const { rows } = await q.query<{ last: string; id: string | null; workspace_id: string; email: string }>(
+    `WITH w AS (SELECT seq, id, workspace_id, email, merged_into FROM profiles WHERE seq > $1 ORDER BY seq LIMIT $2)
+     SELECT l.last, w.id, w.workspace_id, w.email
+       FROM (SELECT seq AS last FROM w ORDER BY seq DESC LIMIT 1) l
+       LEFT JOIN w ON w.merged_into IS NULL AND w.email IS NOT NULL
+                  AND (octet_length(w.email) <> char_length(w.email) OR w.email LIKE '%.')`,
+    [afterSeq, window],
+  );
+  const last = rows[0] ? Number(rows[0].last) : null;
+  return {
+    last,
+    rows: rows
+      .filter((r) => r.id !== null)
+      .map((r) => ({ id: r.id!, workspace_id: r.workspace_id, email: r.email })),
+  };
+}

@@ -207,20 +207,17 @@ export async function listLineage(
   const rows = await readFollowingMerges(db, workspaceId, id, (survivor) =>
     lineageRepo.listLineage(db, workspaceId, survivor, beforeSeq, page.limit + 1),
   );
-  return toPage(
-    codec,
-    page,
-    rows,
-    (r) => [r.seq],
-    (r) => ({
-      path: r.path,
-      old: r.old_value,
-      new: r.new_value,
-      source_type: r.source_type,
-      source_id: r.source_id,
-      merged_from: r.merged_from,
-      occurred_at: iso(r.occurred_at)!,
-      recorded_at: iso(r.recorded_at)!,
-    }),
-  );
+  return toPage(codec, page, rows, (r) => [r.seq], presentLineage);
 }
+
+/** A lineage row as the API shows it. */
+export const presentLineage = (r: lineageRepo.LineageRow): LineageView => ({
+  path: r.path,
+  old: r.old_value,
+  new: r.new_value,
+  source_type: r.source_type,
+  source_id: r.source_id,
+  merged_from: r.merged_from,
+  occurred_at: iso(r.occurred_at)!,
+  recorded_at: iso(r.recorded_at)!,
+});

@@ -261,3 +261,21 @@ export async function countMergedInto(q: Queryable, ids: readonly string[]): Pro
   );
   return new Map(rows.map((r) => [r.id, r.n]));
 }
+
+/**
+ * Sets profiles' `email` to its normalized form, each only if it still holds the value read (a write
+ * meanwhile wrote a normalized one anyway). Answers how many changed.
+ */
+export async function setNormalizedEmails(
+  q: Queryable,
+  changes: ReadonlyArray<{ id: string; from: string; to: string }>,
+): Promise<number> {
+  if (changes.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `UPDATE profiles p SET email = c.to_email
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) AS c(id, from_email, to_email)
+      WHERE p.id = c.id AND p.email = c.from_email`,
+    [changes.map((c) => c.id), changes.map((c) => c.from), changes.map((c) => c.to)],
+  );
+  return rowCount;
+}

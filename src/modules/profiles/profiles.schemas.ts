@@ -105,12 +105,11 @@ export const ErasureSchema = Type.Object({
   profile_id: Type.String({ format: 'uuid' }),
   erased_profile_ids: Type.Array(Type.String({ format: 'uuid' })),
   suppressed: Type.Boolean(),
-  counts: Type.Object({
-    profiles: Type.Integer(),
-    events: Type.Integer(),
-    identity_nodes: Type.Integer(),
-    lineage: Type.Integer(),
-    orders_unlinked: Type.Integer(),
+  counts: Type.Record(Type.String(), Type.Integer(), {
+    description:
+      'Rows removed per table (an order is unlinked, a webhook delivery scrubbed, not removed): `profiles`, `events`, ' +
+      '`event_properties`, `identity_nodes`, `profile_lineage`, `orders`, `outbox`, `webhook_deliveries`, … ' +
+      '(docs/profiles.md, "What is kept about a person").',
   }),
 });
 

@@ -240,9 +240,9 @@ describe('DELETE /tenant/profiles/{id}', () => {
     expect(res.body.data).toMatchObject({
       profile_id: p.id,
       suppressed: false,
-      counts: { profiles: 1, events: 3, identity_nodes: 1, orders_unlinked: 1 },
+      counts: { profiles: 1, events: 3, identity_nodes: 1, orders: 1, account_members: 1 },
     });
-    expect(res.body.data.counts.lineage).toBeGreaterThan(0);
+    expect(res.body.data.counts.profile_lineage).toBeGreaterThan(0);
     expect((await svc.call('GET', `/tenant/profiles/${p.id}`)).status).toBe(404);
     expect((await svc.call('DELETE', `/tenant/profiles/${p.id}`)).status).toBe(404);
     const db = svc.rt.deps.db;

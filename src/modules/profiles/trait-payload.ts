@@ -1,3 +1,4 @@
+import { normalizeEmail } from '../identity';
 import type { Json, JsonObject } from './json-values';
 import { type FieldTimes, PROFILE_FIELDS, type ProfileField, type TraitUpdate } from './trait-types';
 
@@ -14,7 +15,9 @@ export function traitsFromPayload(payload: Readonly<Record<string, unknown>>): T
     if ((PROFILE_FIELDS as readonly string[]).includes(key)) {
       const field = key as ProfileField;
       if (value === null || typeof value === 'string') {
-        update[field] = typeof value === 'string' && field === 'email' ? value.trim().toLowerCase() : value;
+        // The e-mail field in the form an email identity has: look-alikes (NFD, zero-width
+        // characters, the domain's trailing dot) are one address (identity's normalizeEmail).
+        update[field] = typeof value === 'string' && field === 'email' ? normalizeEmail(value) : value;
         continue;
       }
       if (typeof value === 'number' || typeof value === 'boolean') {

@@ -7,6 +7,7 @@
 // Workspace exports (GET /tenant/exports/segments/{id}/members): pages of members, and where one stands.
 export { exportMembersPage, findMemberSeq } from './export.repo';
 export { markSegmentWork, type TouchedProfiles } from './mark.step';
-export { eraseProfilesFromSegments, markProfilesForRefresh } from './profile-hooks';
+export { segmentsPersonalData } from './personal-data';
+export { markProfilesForRefresh } from './profile-hooks';
 export { REFRESH_QUEUE, registerSegmentJobs, type SegmentJobOptions } from './refresh.job';
 export { getSegment } from './segments.service';

@@ -213,3 +213,53 @@ export async function listChanges(
 export async function vacuumDirty(q: Queryable): Promise<void> {
   await q.exec('VACUUM (ANALYZE) segment_dirty_profiles');
 }
+
+/** The segments these profiles are in now, with the segment's name (the access export). */
+export async function membershipsOfProfiles(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+): Promise<Array<{ segment_id: string; name: string; profile_id: string; entered_at: Date }>> {
+  const { rows } = await q.query<{ segment_id: string; name: string; profile_id: string; entered_at: Date }>(
+    `SELECT m.segment_id, s.name, m.profile_id, m.entered_at
+       FROM segment_memberships m JOIN segments s ON s.id = m.segment_id
+      WHERE s.workspace_id = $1 AND m.profile_id = ANY($2::uuid[]) ORDER BY m.entered_at, m.segment_id`,
+    [workspaceId, profileIds],
+  );
+  return rows;
+}
+
+/** These profiles' entries and exits, oldest first, a page after `afterSeq` (the access export). */
+export async function changesOfProfiles(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+  afterSeq: number,
+  limit: number,
+): Promise<Array<ChangeRow & { segment_id: string }>> {
+  const { rows } = await q.query<ChangeRow & { segment_id: string }>(
+    `SELECT c.seq, c.segment_id, c.profile_id, c.change, c.at FROM segment_changes c
+      WHERE c.profile_id = ANY($2::uuid[]) AND c.seq > $3
+        AND c.segment_id IN (SELECT id FROM segments WHERE workspace_id = $1)
+      ORDER BY c.seq LIMIT $4`,
+    [workspaceId, profileIds, afterSeq, limit],
+  );
+  return rows;
+}
+
+/** Erasure in slices: at most `limit` of these profiles' change rows go (all when null). */
+export async function deleteChangesOfProfiles(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+  limit: number | null,
+): Promise<number> {
+  if (profileIds.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `DELETE FROM segment_changes WHERE seq = ANY(ARRAY(
+       SELECT seq FROM segment_changes WHERE profile_id = ANY($2::uuid[])
+          AND segment_id IN (SELECT id FROM segments WHERE workspace_id = $1) LIMIT $3))`,
+    [workspaceId, profileIds, limit],
+  );
+  return rowCount;
+}

@@ -26,7 +26,12 @@ export function registerSegmentRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/segments/calculate',
     {
-      config: { auth: 'write' },
+      config: {
+        auth: 'write',
+        audit: {
+          exempt: 'a query sent as POST for its body: it counts and lists profiles and changes nothing',
+        },
+      },
       schema: {
         tags,
         security,
@@ -53,7 +58,7 @@ export function registerSegmentRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/segments',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'segment.create', target: 'segment' } },
       schema: {
         tags,
         security,
@@ -146,7 +151,7 @@ export function registerSegmentRoutes(app: App, deps: AppDeps): void {
   app.patch(
     '/tenant/segments/:id',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'segment.update', target: 'segment' } },
       schema: {
         tags,
         security,
@@ -164,7 +169,7 @@ export function registerSegmentRoutes(app: App, deps: AppDeps): void {
   app.delete(
     '/tenant/segments/:id',
     {
-      config: { auth: 'write' },
+      config: { auth: 'write', audit: { action: 'segment.delete', target: 'segment' } },
       schema: {
         tags,
         security,

@@ -1,4 +1,5 @@
 import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import { INGEST_EXEMPTION } from '../../platform/http/audit';
 import { applyRateHeaders, rateLimited } from '../../platform/http/auth-hook';
 import { principalOf } from '../../platform/http/principal';
 import { limitFor } from '../../platform/http/rate-limit';
@@ -50,7 +51,7 @@ export function registerTrackingRoutes(app: App, deps: AppDeps): void {
     scope.post(
       url,
       {
-        config: { auth: 'ingest', cors: true, anyBodyType: true },
+        config: { auth: 'ingest', cors: true, anyBodyType: true, audit: { exempt: INGEST_EXEMPTION } },
         bodyLimit: rawBodyLimit(TRACKING_LIMITS.eventBytes),
         schema: { tags, summary, body: MessageSchema, response: { 200: AckSchema } },
       },
@@ -64,7 +65,13 @@ export function registerTrackingRoutes(app: App, deps: AppDeps): void {
     scope.post(
       url,
       {
-        config: { auth: 'ingest', cors: true, anyBodyType: true, rateTier: 'batch' },
+        config: {
+          auth: 'ingest',
+          cors: true,
+          anyBodyType: true,
+          rateTier: 'batch',
+          audit: { exempt: INGEST_EXEMPTION },
+        },
         bodyLimit: rawBodyLimit(TRACKING_LIMITS.batchBytes),
         // The batch tier is charged per message, as the native batch route does, before the
         // messages are mapped; an oversized message refuses the request as Segment does (400).

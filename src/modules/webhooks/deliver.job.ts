@@ -5,6 +5,7 @@ import {
   type AttemptResult,
   type DeliveryRow,
   type DeliveryStatus,
+  FINAL_STATUSES,
   getDelivery,
   markFailed,
   pendingAfter,
@@ -90,8 +91,10 @@ export async function deliverOnce(
   },
 ): Promise<void> {
   const d = await getDelivery(db, payload.delivery_id);
-  // Deleted with its subscription, already delivered, or this attempt was made by an earlier run.
-  if (!d || d.status === 'delivered' || d.attempts >= payload.attempt) return;
+  // Deleted with its subscription, already delivered, erased or cancelled, or this attempt was made
+  // by an earlier run. (An erasure or a cancellation that commits after this read is caught by
+  // takeAttempt, which takes only a pending delivery, right before the send.)
+  if (!d || d.status === 'delivered' || FINAL_STATUSES.has(d.status) || d.attempts >= payload.attempt) return;
   const sub = await getSubscription(db, d.workspace_id, d.subscription_id);
   if (!sub?.enabled) {
     await db.transaction(async (tx) => {
@@ -164,10 +167,11 @@ async function attempt(
     nextAttemptInMs: next,
   };
   await db.transaction(async (tx) => {
-    await recordAttempt(tx, d.id, n, result);
+    // Erased or cancelled while this attempt was under way: it is recorded, nothing more is planned.
+    const kept = await recordAttempt(tx, d.id, n, result);
     // The receiver said the endpoint is gone for good: stop sending it anything.
     if (gone) await disableSubscription(tx, sub.id, 'the receiver answered 410 Gone');
-    if (next !== null) await enqueueAttempt(tx, d.workspace_id, d.id, n + 1, next);
+    if (kept && next !== null) await enqueueAttempt(tx, d.workspace_id, d.id, n + 1, next);
     // Done with (delivered, dead or refused): the next fact about the same profile may go now.
     else await releaseNext(tx, d);
   });

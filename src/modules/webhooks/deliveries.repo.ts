@@ -2,7 +2,14 @@ import type { Queryable } from '../../platform/db';
 
 /** SQL of deliveries and their attempts (webhook_deliveries, webhook_attempts). */
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'dead';
+/**
+ * `erased`: the profile the fact was about was erased; the body is scrubbed and the delivery is
+ * never sent again. `cancelled`: stopped before it went out (the profile withdrew its consent).
+ */
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'dead' | 'erased' | 'cancelled';
+
+/** States after which a delivery is never attempted again, not even by a manual re-send. */
+export const FINAL_STATUSES: ReadonlySet<DeliveryStatus> = new Set(['erased', 'cancelled']);
 
 export interface DeliveryRow {
   id: string;
@@ -127,20 +134,63 @@ export async function pendingAfter(q: Queryable, d: DeliveryRow): Promise<Delive
   return rows[0] ?? null;
 }
 
-/** Records attempt number `n` and the delivery's new state, in one transaction with the next job. */
-export async function recordAttempt(q: Queryable, id: string, n: number, r: AttemptResult): Promise<void> {
+/**
+ * Records attempt number `n` and the delivery's new state, in one transaction with the next job.
+ * False when the delivery was erased or cancelled while the attempt was under way: its state stays
+ * so, and no further attempt may be planned.
+ */
+export async function recordAttempt(q: Queryable, id: string, n: number, r: AttemptResult): Promise<boolean> {
   await q.query(
     `INSERT INTO webhook_attempts (delivery_id, n, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (delivery_id, n) DO NOTHING`,
     [id, n, r.statusCode, r.error, r.durationMs],
   );
-  await q.query(
+  const { rowCount } = await q.query(
     `UPDATE webhook_deliveries SET attempts = $2, status = $3, last_status_code = $4, last_error = $5,
        last_attempt_at = now(), attempt_until = NULL,
        next_attempt_at = CASE WHEN $6::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $6::float8 / 1000) END
-     WHERE id = $1`,
+     WHERE id = $1 AND status NOT IN ('erased', 'cancelled')`,
     [id, n, r.status, r.statusCode, r.error, r.nextAttemptInMs],
   );
+  return rowCount > 0;
+}
+
+/**
+ * Erasure: at most `limit` deliveries of facts about these profiles become `erased`, their bodies
+ * scrubbed (`{}`), whatever their state: a pending one is never sent, a delivered one can never be
+ * sent again. The attempts stay (status codes and durations, no body). Answers how many changed.
+ */
+export async function eraseDeliveriesAbout(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+  limit: number | null = null,
+): Promise<number> {
+  if (profileIds.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `UPDATE webhook_deliveries SET status = 'erased', body = '{}'::jsonb, next_attempt_at = NULL,
+       attempt_until = NULL, last_error = NULL
+     WHERE id IN (SELECT id FROM webhook_deliveries
+                   WHERE workspace_id = $1 AND order_key = ANY($2::text[]) AND status <> 'erased' LIMIT $3)`,
+    [workspaceId, profileIds, limit],
+  );
+  return rowCount;
+}
+
+/** The deliveries of facts about these profiles, oldest first, a page at a time (the access export). */
+export async function deliveriesAbout(
+  q: Queryable,
+  workspaceId: string,
+  profileIds: readonly string[],
+  afterSeq: number,
+  limit: number,
+): Promise<DeliveryRow[]> {
+  const { rows } = await q.query<DeliveryRow>(
+    `SELECT * FROM webhook_deliveries WHERE workspace_id = $1 AND order_key = ANY($2::text[]) AND seq > $3
+      ORDER BY seq LIMIT $4`,
+    [workspaceId, profileIds, afterSeq, limit],
+  );
+  return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
 }
 
 /** Puts a delivery back in line for a manual re-send. */

@@ -1,7 +1,7 @@
 import type { CursorCodec, Page, PageRequest } from '../../platform/cursor';
 import { toPage } from '../../platform/cursor';
 import type { Db } from '../../platform/db';
-import { notFound } from '../../platform/errors';
+import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
 import * as deliveries from './deliveries.repo';
 import { enqueueAttempt } from './fanout.job';
@@ -42,6 +42,14 @@ export async function listDeliveries(
 export async function redeliver(db: Db, workspaceId: string, id: string, deliveryId: string) {
   const d = await deliveries.getDeliveryOf(db, workspaceId, id, deliveryId);
   if (!d) throw notFound('delivery');
+  // Its body was scrubbed when the profile was erased: there is nothing left to send, and never will be.
+  if (d.status === 'erased')
+    throw new AppError('ERASED', 'this delivery carried data of an erased profile; it cannot be sent again');
+  if (d.status === 'cancelled')
+    throw new AppError(
+      'CONFLICT',
+      'this delivery was cancelled (its profile withdrew consent); it cannot be sent',
+    );
   await db.transaction(async (tx) => {
     await deliveries.markPending(tx, d.id);
     await enqueueAttempt(tx, workspaceId, d.id, d.attempts + 1, 0, 'r');

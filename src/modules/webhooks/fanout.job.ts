@@ -1,7 +1,7 @@
 import type { Db, Queryable } from '../../platform/db';
 import { newSortableId } from '../../platform/ids';
 import { enqueue } from '../../platform/jobs';
-import { type OutboxRow, readOutbox } from '../outbox';
+import { factSubject, type OutboxRow, readOutbox } from '../outbox';
 import { lockCursor, saveCursor } from './cursor.repo';
 import { insertDeliveries, type NewDelivery } from './deliveries.repo';
 import { DELIVER_QUEUE, FANOUT_BATCH } from './policy';
@@ -17,12 +17,6 @@ export function deliveryBody(f: OutboxRow): Record<string, unknown> {
     workspace_id: f.workspace_id,
     data: f.data,
   };
-}
-
-/** The profile a fact is about (its deliveries to one subscription go out in order), if any. */
-export function orderKey(f: Pick<OutboxRow, 'data'>): string | null {
-  const id = f.data.profile_id ?? f.data.primary_profile_id;
-  return typeof id === 'string' ? id : null;
 }
 
 /** Enqueues attempt number `attempt` of a delivery (keyed by both, so a duplicate is a no-op). */
@@ -81,7 +75,7 @@ export async function fanOutBatch(db: Db, workspaceId: string): Promise<FanOutRe
           event_id: f.id,
           event_type: f.type,
           body,
-          order_key: orderKey(f),
+          order_key: factSubject(f.data),
         });
       }
     }

@@ -4,6 +4,7 @@
  * cursor), go out signed, and are retried by the job runner until delivered or dead.
  */
 
+export { webhooksPersonalData } from './personal-data';
 export { webhookPolicy } from './policy';
 export { registerWebhookJobs, type WebhookJobOptions } from './webhooks.jobs';
 export { registerWebhookRoutes } from './webhooks.routes';

@@ -37,7 +37,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/webhooks',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'webhook.create', target: 'webhook' } },
       schema: {
         tags,
         security,
@@ -92,7 +92,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   app.patch(
     '/tenant/webhooks/:id',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'webhook.update', target: 'webhook' } },
       schema: {
         tags,
         security,
@@ -111,7 +111,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/webhooks/:id/rotate-secret',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'webhook.rotate_secret', target: 'webhook' } },
       // The body is optional: a bare POST rotates to a generated secret with the default grace.
       preValidation: async (req) => {
         req.body ??= {};
@@ -134,7 +134,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/webhooks/:id/test',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'webhook.test', target: 'webhook' } },
       schema: {
         tags,
         security,
@@ -161,7 +161,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   app.delete(
     '/tenant/webhooks/:id',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'webhook.delete', target: 'webhook' } },
       schema: {
         tags,
         security,
@@ -215,7 +215,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/tenant/webhooks/:id/deliveries/:delivery_id/redeliver',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'webhook.redeliver', target: 'webhook_delivery' } },
       schema: {
         tags,
         security,

@@ -94,6 +94,8 @@ export const DeliverySchema = Type.Object({
     Type.Literal('delivered'),
     Type.Literal('failed'),
     Type.Literal('dead'),
+    Type.Literal('erased'),
+    Type.Literal('cancelled'),
   ]),
   attempts: Type.Integer(),
   last_status_code: Nullable(Type.Integer()),

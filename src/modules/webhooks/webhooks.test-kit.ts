@@ -159,15 +159,27 @@ export function restartableService() {
       await rt?.stop();
       rt = null;
     },
-    async call(method: 'GET' | 'POST', url: string, body?: unknown) {
+    async call(method: string, url: string, body?: unknown, key: string = adminKey) {
       const res = await rt!.app!.inject({
-        method,
+        method: method as 'GET',
         url,
-        headers: { 'x-api-key': adminKey, ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: { 'x-api-key': key, ...(body ? { 'content-type': 'application/json' } : {}) },
         ...(body ? { payload: JSON.stringify(body) } : {}),
       });
-      return { status: res.statusCode, body: JSON.parse(res.body) };
+      let parsed: unknown = null;
+      try {
+        parsed = res.body ? JSON.parse(res.body) : null;
+      } catch {
+        parsed = null;
+      }
+      // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected field by field
+      return { status: res.statusCode, body: parsed as any, text: res.body };
     },
+    /** The running service's runtime (its database, its app). */
+    runtime(): Runtime {
+      return rt!;
+    },
+    adminKey,
     /** Stops it and removes its storage. */
     async remove(): Promise<void> {
       await rt?.stop();

@@ -1,3 +1,4 @@
+import { noteAudit } from '../../platform/http/audit';
 import { Envelope, ok } from '../../platform/http/envelope';
 import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
@@ -26,7 +27,7 @@ export function registerSettingsRoutes(app: App, deps: AppDeps): void {
   app.patch(
     '/tenant/settings',
     {
-      config: { auth: 'admin' },
+      config: { auth: 'admin', audit: { action: 'settings.update', target: 'workspace', id: 'workspace' } },
       schema: {
         tags,
         security,
@@ -37,6 +38,13 @@ export function registerSettingsRoutes(app: App, deps: AppDeps): void {
         response: { 200: Envelope(WorkspaceSettingsSchema) },
       },
     },
-    async (req) => ok(await patchSettings(deps.db, deps.settings, workspaceOf(req), req.body)),
+    async (req) => {
+      const ws = workspaceOf(req);
+      // The audit entry records the values that moved (the settings are read from the cache).
+      const before = await getSettings(deps.db, deps.settings, ws);
+      const after = await patchSettings(deps.db, deps.settings, ws, req.body);
+      noteAudit(req, { before, after });
+      return ok(after);
+    },
   );
 }

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { noteAudit } from '../../platform/http/audit';
 import { Envelope, ok } from '../../platform/http/envelope';
 import type { App, AppDeps } from '../../platform/http/types';
 import { ApiKeyCreatedSchema } from '../api-keys/api-keys.schemas';
@@ -9,7 +10,11 @@ export function registerWorkspaceRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/system/workspaces',
     {
-      config: { auth: 'operator', rateTier: 'none' },
+      config: {
+        auth: 'operator',
+        rateTier: 'none',
+        audit: { action: 'workspace.create', target: 'workspace', id: 'workspace' },
+      },
       schema: {
         tags: ['operator'],
         summary: 'Create a workspace and its first admin key (operator token; 404 when none is configured).',
@@ -20,6 +25,11 @@ export function registerWorkspaceRoutes(app: App, deps: AppDeps): void {
         },
       },
     },
-    async (req) => ok(await createWorkspace(deps.db, req.body.name)),
+    async (req) => {
+      const created = await createWorkspace(deps.db, req.body.name);
+      // The operator has no workspace: the entry goes to the one it created.
+      noteAudit(req, { workspaceId: created.workspace.id });
+      return ok(created);
+    },
   );
 }

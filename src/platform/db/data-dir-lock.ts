@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, realpathSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { livenessOf, processStart } from './lock-liveness';
 import {
   DataDirInUseError,
@@ -96,11 +96,14 @@ export function assertDataDirFree(dataDir: string): void {
 }
 
 /**
- * Takes the lock on DATA_DIR (creating the directory if need be, and nothing else), or throws
+ * Takes the lock on DATA_DIR (creating the directory, mode 0700, if need be, and nothing else), or throws
  * DataDirInUseError naming the live holder. Stale locks are taken over.
  */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
-  mkdirSync(dataDir, { recursive: true });
+  // The directory is its owner's alone from its first instant, whatever the umask (a parent it needs
+  // is created with the usual modes). An existing one is narrowed by the opener (data-dir-modes.ts).
+  mkdirSync(dirname(dataDir), { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const real = realpathSync(dataDir);
   const record: LockRecord = {
     pid: process.pid,

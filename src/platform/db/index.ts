@@ -13,6 +13,7 @@ export {
   isStatementTimeout,
   isStorageUnavailable,
 } from './errors';
+export { notify } from './notify';
 export type { OnOpenEvent, OpenEvent } from './open-progress';
 export type { Db, Queryable, QueryOptions, QueryResult, TransactionOptions } from './port';
 

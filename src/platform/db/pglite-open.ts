@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { keepPglitePrivate, narrowDataDirModes } from './data-dir-modes';
 
 /** Opening an embedded PGlite: its data directory, its server settings, its type parsers. */
 
@@ -28,14 +29,23 @@ export const PGLITE_START_PARAMS: readonly string[] = [
   'full_page_writes=off',
 ];
 
-/** Opens PGlite with the service's settings: numbers for int8/numeric, the memory settings above. */
+/**
+ * Opens PGlite with the service's settings: numbers for int8/numeric, the memory settings above.
+ * Its files stay owner-only (data-dir-modes.ts): what its open wrote is narrowed at once, without a
+ * report (every start writes pg_internal.init at 0644), and what it writes later is created so.
+ */
 export async function openPglite(dataDir: string | null): Promise<PGlite> {
-  if (dataDir) mkdirSync(dataDir, { recursive: true });
-  return PGlite.create({
+  if (dataDir) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const pglite = await PGlite.create({
     ...(dataDir ? { dataDir: resolve(dataDir) } : {}),
     startParams: [...PGLITE_START_PARAMS],
     parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => Number(v) },
   });
+  if (dataDir) {
+    keepPglitePrivate(pglite);
+    narrowDataDirModes(dataDir);
+  }
+  return pglite;
 }
 
 /** True when the directory already holds a database cluster (initdb has run). */

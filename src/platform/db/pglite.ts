@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { type DataDirLock, lockDataDir } from './data-dir-lock';
+import { narrowDataDirModes } from './data-dir-modes';
 import { LANE_PRIORITY, withLanes } from './lanes';
 import type { OnOpenEvent } from './open-progress';
 import { clusterExists, openPglite } from './pglite-open';
@@ -47,7 +48,11 @@ async function openLocked(opts: PgliteOptions): Promise<Db> {
   const t0 = performance.now();
   let recovery: PendingRecovery | null = null;
   if (opts.dataDir) {
-    mkdirSync(opts.dataDir, { recursive: true });
+    mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+    // Before PGlite reads or writes a file: what is found wider than owner-only is narrowed, and said.
+    const narrowed = narrowDataDirModes(opts.dataDir);
+    if (narrowed.files + narrowed.directories > 0)
+      report({ step: 'narrowed', dataDir: opts.dataDir, ...narrowed });
     if (!clusterExists(opts.dataDir)) {
       // First start: initdb in a child process, whose memory all goes back when it exits.
       report({ step: 'creating', dataDir: opts.dataDir });

@@ -15,6 +15,10 @@ export const ErrorEnvelopeSchema = Type.Object(
     error_code: Type.Enum(Object.keys(ERROR_STATUS)),
     message: Type.String(),
     timestamp: Type.String({ format: 'date-time' }),
+    request_id: Type.String({
+      description:
+        'The request’s id, also in the `X-Request-Id` answer header and in every log line of the request.',
+    }),
     details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
   },
   { $id: 'ErrorEnvelope', description: 'Every error response.' },

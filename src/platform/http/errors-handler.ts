@@ -5,6 +5,7 @@ import { isStorageUnavailable } from '../db/errors';
 import { AppError, type ErrorCode, toEnvelope } from '../errors';
 import { describeError } from '../logger';
 import { toAppError } from './error-mapping';
+import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import type { RouteRegistry } from './route-registry';
 
 /**
@@ -33,7 +34,9 @@ export function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyRe
   } else if (appErr.status >= 500) req.log.error({ err, ...where }, 'request failed');
   else req.log.debug({ code: appErr.code }, 'request refused');
   if (appErr.headers) void reply.headers(appErr.headers);
-  return reply.code(appErr.status).type('application/json; charset=utf-8').send(toEnvelope(appErr));
+  // Errors raised before any hook ran (an undecodable URL) get the header here.
+  void reply.header(REQUEST_ID_HEADER, req.id);
+  return reply.code(appErr.status).type('application/json; charset=utf-8').send(toEnvelope(appErr, req.id));
 }
 
 // The mapping and the classifier live apart; re-exported for the handler's callers.
@@ -96,14 +99,17 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
   const known = CLIENT_ERRORS.get(err.code ?? '') ?? MALFORMED;
   const appErr = new AppError(known.code, known.message);
   const status = appErr.status;
-  const body = JSON.stringify(toEnvelope(appErr));
+  // No request was parsed, so none was named: the answer gets an id of its own.
+  const requestId = newRequestId();
+  const body = JSON.stringify(toEnvelope(appErr, requestId));
   // A response already under way on this socket (Node's request timeout can fire while a body is
   // still arriving for a request that was answered early) must not get a second one in its middle.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (socket.writable && !inFlight?.headersSent) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `X-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(err);

@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { AppError, toEnvelope } from '../errors';
 import { clientErrorHandler } from './errors-handler';
+import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 
 /**
  * The service's port, bound before anything else happens at start: opening storage (which on an
@@ -59,6 +60,7 @@ export interface FrontDoor {
 
 const send = (
   res: http.ServerResponse,
+  requestId: string,
   status: number,
   body: unknown,
   headers: Record<string, string> = {},
@@ -67,6 +69,7 @@ const send = (
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
+    [REQUEST_ID_HEADER]: requestId,
     ...headers,
   });
   res.end(text);
@@ -80,14 +83,16 @@ export async function openFrontDoor(opts: FrontDoorOptions): Promise<FrontDoor> 
 
   const starting: http.RequestListener = (req, res) => {
     const path = (req.url ?? '').split('?')[0];
-    if (req.method === 'GET' && path === '/health') return send(res, 200, { status: 'ok' });
+    // Before the app serves, no proxy is trusted yet: every answer gets a fresh id.
+    const requestId = newRequestId();
+    if (req.method === 'GET' && path === '/health') return send(res, requestId, 200, { status: 'ok' });
     const err = new AppError(
       'UNAVAILABLE',
       path === '/ready' ? `starting: ${text}` : `the service is starting (${text}); retry`,
       { details: [{ path: 'phase', message: phase }] },
     );
     // The body of a refused request is never read: the connection goes with the answer.
-    send(res, err.status, toEnvelope(err), { 'retry-after': '1', connection: 'close' });
+    send(res, requestId, err.status, toEnvelope(err, requestId), { 'retry-after': '1', connection: 'close' });
   };
 
   const limits = slowClientLimits(opts.bodyTimeoutMs);

@@ -5,6 +5,8 @@ import type { MaybePromise, Principal, PrincipalResolver } from './principal';
 /** What a key store knows about an active key (implemented by modules/api-keys). */
 export interface KeyGrant {
   id: string;
+  /** The key's name (what the audit trail shows beside its id); set by the key store. */
+  name?: string;
   workspaceId: string;
   scopes: readonly string[];
   allowedDomains: readonly string[];
@@ -35,7 +37,7 @@ function asPrincipal(key: KeyGrant | null, kind: Principal['kind']): Principal {
   const byKind = principals.get(key) ?? {};
   const known = byKind[kind];
   if (known) return known;
-  const made = Object.freeze({ ...key, kind, keyId: key.id });
+  const made = Object.freeze({ ...key, kind, keyId: key.id, keyName: key.name });
   byKind[kind] = made;
   principals.set(key, byKind);
   return made;

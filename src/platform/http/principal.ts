@@ -17,6 +17,8 @@ export interface Principal {
   readonly id: string;
   readonly workspaceId: string;
   readonly keyId?: string;
+  /** The key's name, as the audit trail records who acted (both key kinds and sessions). */
+  readonly keyName?: string;
   readonly userId?: string;
   /** The console session (ses_…) of a `session` principal. */
   readonly sessionId?: string;

@@ -1,4 +1,5 @@
 import type { FastifyContextConfig, RouteHandlerMethod, RouteOptions } from 'fastify';
+import { type AuditDeclaration, checkDeclaration } from './audit';
 import type { Tier } from './rate-limit';
 import type { RouteAuth } from './scopes';
 import type { App } from './types';
@@ -17,6 +18,8 @@ export interface RouteInfo {
   hidden: boolean;
   /** The OPTIONS route answering CORS preflights for a `cors: true` route. */
   preflight: boolean;
+  /** The audit entry the route writes, or why none (`config.audit`); null when it declares nothing. */
+  audit: AuditDeclaration | null;
 }
 
 export interface RouteRegistry {
@@ -104,6 +107,7 @@ export function createRouteRegistry(app: App, preflight: RouteHandlerMethod): Ro
         else throw new Error(`route ${route.method} ${route.url} declares no auth requirement`);
       }
       if (isDocs(route.url)) return;
+      if (cfg.audit !== undefined) checkDeclaration(`${String(route.method)} ${route.url}`, cfg.audit);
 
       const methods = (Array.isArray(route.method) ? route.method : [route.method]).map((m) =>
         m.toUpperCase(),
@@ -125,6 +129,7 @@ export function createRouteRegistry(app: App, preflight: RouteHandlerMethod): Ro
           params: [...route.url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!),
           hidden,
           preflight: cfg.preflight === true,
+          audit: cfg.audit ?? null,
         });
       }
 

@@ -24,6 +24,7 @@ export interface SessionGrant {
   sessionId: string;
   workspaceId: string;
   keyId: string;
+  keyName: string;
   /** The key's scopes now (from the key cache: a revoked key ends the session). */
   scopes: readonly string[];
   workspaceSettings: Readonly<Record<string, unknown>>;
@@ -78,6 +79,7 @@ function asPrincipal(g: SessionGrant | null, req: FastifyRequest, token: string)
     // Rate limits count against the key: a session shares its key's budget.
     id: g.keyId,
     keyId: g.keyId,
+    keyName: g.keyName,
     sessionId: g.sessionId,
     workspaceId: g.workspaceId,
     scopes: g.scopes,

@@ -2,6 +2,7 @@
 // one file per area under ./types.
 
 export * from './types/accounts';
+export * from './types/audit';
 export * from './types/commerce';
 export * from './types/intelligence';
 export * from './types/profiles';
