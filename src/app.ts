@@ -48,7 +48,7 @@ import { createRouteRegistry } from './platform/http/route-registry';
 import { registerTextRule } from './platform/http/text-rule';
 import { createHttpsRequiredHook, installDrainGuard } from './platform/http/transport';
 import type { App, AppDeps } from './platform/http/types';
-import { registerIdentityRoutes, registerProfileWriteRoutes } from './workflows';
+import { registerExportRoutes, registerIdentityRoutes, registerProfileWriteRoutes } from './workflows';
 
 export const API_VERSION = '1.0.0';
 /** Default body limit; ingest routes set their own (32 KiB single, 4 MiB batch). */
@@ -192,6 +192,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   registerSegmentRoutes(app, deps);
   registerIntelligenceRoutes(app, deps);
   registerDeadLetterRoutes(app, deps);
+  registerExportRoutes(app, deps);
   registerWebhookRoutes(app, deps);
   registerSessionRoutes(app, deps);
   registerConsoleStatsRoutes(app, deps);

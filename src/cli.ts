@@ -84,6 +84,8 @@ export async function main(argv: string[]): Promise<number> {
     await (await import('./serve')).serve(loadConfig());
     return -1; // keeps running until a signal
   }
+  // export and import are clients of a running service: no database, no service settings.
+  if (plan.kind === 'client') return plan.command.run();
   const output = await runDbCommand(loadConfig(), plan.name, plan.command, argv);
   if (output !== undefined) print(output);
   return 0;

@@ -36,10 +36,21 @@ export const USAGE = `usage: cdp <command>
   jobs [--queue Q] [--state queued|running|succeeded|dead] [--workspace ID] [--after JOB_ID]
                                 list background jobs (50 a page) with counts per queue and state; JSON
 
+  export profiles|events|orders|segment-members [--segment ID] [--format ndjson|csv]
+         [--since T] [--until T] [--after ID] --out FILE|-
+                                write a workspace export to FILE (csv when it ends in .csv), with
+                                progress on stderr; resumes by itself after a dropped connection
+  import FILE                   load NDJSON events (a backfill, or an events export) through
+                                POST /tenant/ingest/batch; prints a summary (rejected lines) as JSON
+                                export and import talk HTTP to a running service: --url URL (default
+                                $CDP_URL, else http://127.0.0.1:8080) and --key KEY (default
+                                $CDP_API_KEY, an admin key for export, ingest or admin for import)
+
 While \`cdp start\` runs on the embedded database (DATA_DIR), the commands above go through it;
 \`migrate\` waits for it to stop. Settings come from the environment (PORT, HOST, DATA_DIR,
 DATABASE_URL, REDIS_URL, …); see README.md and docs/operations.md.
-Exit codes: 0 done, 1 failure (DATA_DIR in use included), 2 usage or input error.`;
+Exit codes: 0 done, 1 failure (DATA_DIR in use included; for import, any line rejected), 2 usage
+or input error.`;
 
 /** A mistake of the caller (arguments, input, settings): one line on stderr, exit code 2. */
 export class UsageError extends Error {}
@@ -63,7 +74,16 @@ export interface DbCommand {
   run(ctx: CommandContext): Promise<unknown>;
 }
 
-export type Plan = { kind: 'help' } | { kind: 'start' } | { kind: 'db'; name: string; command: DbCommand };
+/** A command that talks HTTP to a running service (export, import): it answers its exit code. */
+export interface ClientCommand {
+  run(): Promise<number>;
+}
+
+export type Plan =
+  | { kind: 'help' }
+  | { kind: 'start' }
+  | { kind: 'db'; name: string; command: DbCommand }
+  | { kind: 'client'; name: string; command: ClientCommand };
 
 /** Checks CLI input against the same schema the HTTP route uses, so both accept the same things. */
 function check(schema: TSchema, value: unknown, what: string): void {
@@ -99,6 +119,13 @@ function parse(argv: string[]) {
       queue: { type: 'string' },
       state: { type: 'string' },
       after: { type: 'string' },
+      segment: { type: 'string' },
+      format: { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      out: { type: 'string' },
+      url: { type: 'string' },
+      key: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -216,6 +243,16 @@ export async function planCommand(argv: string[]): Promise<Plan> {
           ...(await listJobs(ctx.db, filter)),
         }),
       });
+    }
+    case 'export': {
+      const { parseExportOptions, runExport } = await import('./export.command');
+      const options = parseExportOptions(positionals.slice(1), values);
+      return { kind: 'client', name: 'export', command: { run: () => runExport(options) } };
+    }
+    case 'import': {
+      const { parseImportOptions, runImport } = await import('./import.command');
+      const options = parseImportOptions(positionals.slice(1), values);
+      return { kind: 'client', name: 'import', command: { run: () => runImport(options) } };
     }
   }
   throw new UsageError(`unknown command "${cmd}" (see cdp --help)`);

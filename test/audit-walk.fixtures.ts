@@ -246,6 +246,16 @@ export const WALK_FIXTURES: Record<string, WalkFixture> = {
     const id = await newProfile(ctx);
     return { url: `/tenant/profiles/${id}/export`, target: id };
   },
+  'GET /tenant/exports/events': async (ctx) => ({
+    url: '/tenant/exports/events?format=csv',
+    target: ctx.ws.id,
+  }),
+  'GET /tenant/exports/profiles': async (ctx) => ({ url: '/tenant/exports/profiles', target: ctx.ws.id }),
+  'GET /tenant/exports/orders': async (ctx) => ({ url: '/tenant/exports/orders', target: ctx.ws.id }),
+  'GET /tenant/exports/segments/:id/members': async (ctx) => {
+    const id = await newSegment(ctx);
+    return { url: `/tenant/exports/segments/${id}/members`, target: id };
+  },
   'DELETE /tenant/session': async (ctx) => {
     const { headers, sessionId } = await signIn(ctx);
     return {

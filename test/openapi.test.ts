@@ -62,10 +62,12 @@ describe('GET /openapi.json', () => {
     expect(success.length, 'a success response').toBeGreaterThan(0);
     for (const code of success) {
       const r = op.responses[code];
-      // 204 has no body; a stream of server-sent events declares its media type instead of JSON.
+      // 204 has no body; a stream (server-sent events, an export file) declares its media type instead of JSON.
       if (code !== '204')
         expect(
-          r.content?.['application/json']?.schema ?? r.content?.['text/event-stream']?.schema,
+          r.content?.['application/json']?.schema ??
+            r.content?.['text/event-stream']?.schema ??
+            r.content?.['application/x-ndjson']?.schema,
           `schema of ${code}`,
         ).toBeDefined();
     }

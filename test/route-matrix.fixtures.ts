@@ -148,6 +148,13 @@ export const FIXTURES: Record<string, Fixture> = {
       },
     ]),
   ),
+  'GET /tenant/exports/segments/:id/members': async ({ svc, other }) => {
+    const res = await svc.call('POST', '/tenant/segments', {
+      key: other.adminKey,
+      body: { name: 'matrix export', query: { field: 'total_spend', op: 'gte', value: 1 } },
+    });
+    return { url: `/tenant/exports/segments/${created(res).id}/members` };
+  },
   ...Object.fromEntries(
     ['clv', 'churn'].map((what) => [
       `GET /intelligence/${what}/:id`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isUuid, newSortableId, newUuid } from './ids';
+import { isUuid, newSortableId, newUuid, sortableIdTime } from './ids';
 
 describe('sortable ids', () => {
   it('carry the prefix, 10 characters of time and 16 of randomness', () => {
@@ -17,6 +17,13 @@ describe('sortable ids', () => {
     const times = [0, 1, 31, 32, 1_700_000_000_000, 1_700_000_000_001, 2 ** 45];
     const ids = times.map((t) => newSortableId('key', t));
     expect([...ids].sort()).toEqual(ids);
+  });
+
+  it('tell the time they were made, and nothing for ids of another shape', () => {
+    for (const t of [0, 31, 1_700_000_000_123, 2 ** 45])
+      expect(sortableIdTime(newSortableId('evt', t))).toBe(t);
+    expect(sortableIdTime('evt_short')).toBeNull();
+    expect(sortableIdTime(`evt_${'u'.repeat(26)}`)).toBeNull();
   });
 });
 

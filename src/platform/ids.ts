@@ -40,3 +40,15 @@ export const newUuid = (): string => randomUUID();
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string): boolean => UUID_RE.test(s);
+
+/**
+ * The creation time (ms) of an id made by newSortableId (`prefix_` + 10 time characters + 16
+ * random), or null when `id` does not have that shape.
+ */
+export function sortableIdTime(id: string): number | null {
+  const m = /^[a-z]+_([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/.exec(id);
+  if (!m) return null;
+  let t = 0;
+  for (const c of m[1]!) t = t * 32 + CROCKFORD.indexOf(c);
+  return t;
+}

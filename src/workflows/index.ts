@@ -8,10 +8,13 @@
  *   profile-write   upsertProfile (POST /tenant/profiles)
  *   erasure         eraseProfile (DELETE /tenant/profiles/{id})
  *   identity-graph  getGraph (GET /identity/graph/{id})
+ *   exports         exportChunks (GET /tenant/exports/…): a workspace's records as a streamed file
  *   repair          one-off repairs of data older versions left wrong, run as jobs
  *   retention       the sweep of expired rows, over the personal-data registry, run as jobs
  */
 export { type ErasureView, eraseProfile } from './erasure';
+export { EXPORT_KINDS, type ExportKind, type ExportRequest, exportChunks, exportColumns } from './exports';
+export { registerExportRoutes } from './exports.routes';
 export { registerIdentityRoutes } from './identity.routes';
 export { type GraphView, getGraph } from './identity-graph';
 export {

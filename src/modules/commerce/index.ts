@@ -2,6 +2,8 @@
  * The commerce module's public API: what other modules may call. Tables: orders, products.
  */
 
+// Workspace exports (GET /tenant/exports/orders): finished lines, and where an order stands.
+export { exportOrdersPage, findOrderKey, ORDER_EXPORT_FIELDS } from './export.repo';
 export {
   applyOrderEvent,
   applyOrderEvents,

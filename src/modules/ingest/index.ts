@@ -31,6 +31,8 @@ export {
   eventsBySeq,
   presentEvent,
 } from './event-record';
+// Workspace exports (GET /tenant/exports/events): pages of finished lines, and where an event stands.
+export { EVENT_EXPORT_FIELDS, exportEventsPage, findEventKeyNear, scanEventKeys } from './export.repo';
 export type { NewEventRow } from './ingest.repo';
 export { EVENT_TYPES, type EventType, LIMITS as INGEST_LIMITS } from './ingest.schemas';
 export {

@@ -4,6 +4,8 @@
  */
 
 export { lockProfileFamily, recordErasure } from './erasure';
+// Workspace exports (GET /tenant/exports/profiles, a segment's members): finished lines, and where a profile stands.
+export { exportProfilesPage, findProfileKey, PROFILE_EXPORT_FIELDS } from './export.repo';
 export { FACT_LIMITS, type FactProfile, type ProfileSummary } from './fact-profile';
 export { profilesPersonalData } from './personal-data';
 export {

@@ -4,6 +4,8 @@
  * core in ./query (parse, compile to SQL, evaluate in memory).
  */
 
+// Workspace exports (GET /tenant/exports/segments/{id}/members): pages of members, and where one stands.
+export { exportMembersPage, findMemberSeq } from './export.repo';
 export { markSegmentWork, type TouchedProfiles } from './mark.step';
 export { segmentsPersonalData } from './personal-data';
 export { markProfilesForRefresh } from './profile-hooks';

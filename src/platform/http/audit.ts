@@ -232,6 +232,30 @@ export function recordOf(req: FastifyRequest, status: number, at = new Date()): 
 }
 
 /**
+ * Writes the entry of a request whose answer leaves without the onSend hook (a hijacked stream: a
+ * workspace export), before its first byte: the entry the hook would write, once. When it cannot be
+ * written the request is refused with 503, as the hook turns a success into one; the error answer
+ * then writes nothing more.
+ */
+export async function writeAuditEntry(req: FastifyRequest, sink: AuditSink, status: number): Promise<void> {
+  const ctx = req.auditContext;
+  if (!ctx || ctx.written) return;
+  ctx.written = true;
+  const record = recordOf(req, status);
+  if (!record) return;
+  try {
+    await sink.write(record);
+  } catch (err) {
+    req.log.error({ err, action: record.action, status }, 'audit entry could not be written');
+    throw new AppError(
+      'UNAVAILABLE',
+      'the request could not be recorded in the audit log, so it is not answered; retry',
+      { headers: { 'retry-after': '1' } },
+    );
+  }
+}
+
+/**
  * The three hooks of the trail, added to the audited routes only (an ingest request pays nothing
  * for them). preHandler opens the entry of a request that passed authentication and validation
  * (refusals before it write none: docs/api.md, "Audit log"); preSerialization keeps the answer for
