@@ -179,6 +179,22 @@ const LISTINGS: Record<string, Seeder> = {
     }
     return { url: `/tenant/webhooks/${a}/deliveries`, sibling: `/tenant/webhooks/${b}/deliveries` };
   },
+  'GET /tenant/audit-log': async (ws) => {
+    // Every key created writes one `apikey.create` entry, signed by the admin key.
+    const before = new Date(Date.now() - 1000).toISOString();
+    for (const name of ['a1', 'a2', 'a3'])
+      dataOf(await svc.call('POST', '/tenant/apikeys', { ...as(ws), body: { name, scopes: ['viewer'] } }));
+    const [entry] = dataOf(await svc.call('GET', '/tenant/audit-log?action=apikey.create&limit=1', as(ws)));
+    return {
+      url: '/tenant/audit-log',
+      filters: {
+        action: 'apikey.create',
+        principal: entry.principal.key_id,
+        since: before,
+        until: new Date(Date.now() + 60_000).toISOString(),
+      },
+    };
+  },
 };
 
 /** Three webhook subscriptions to a public address literal (no DNS, no private-URL setting needed). */
