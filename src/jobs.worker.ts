@@ -2,7 +2,7 @@ import { consoleHousekeeping } from './modules/console';
 import { registerIntelligenceJobs } from './modules/intelligence';
 import { erasureHorizonsTask } from './modules/processing';
 import { registerSegmentJobs } from './modules/segments';
-import { registerWebhookJobs } from './modules/webhooks';
+import { consentDefaultFrom, registerWebhookJobs } from './modules/webhooks';
 import { createJobRunner, pruneJobsTask, registerMaintenance } from './platform/jobs';
 import type { WorkerModule } from './worker';
 import { registerRepairJobs, registerRetentionJobs } from './workflows';
@@ -38,6 +38,7 @@ export const jobsWorker: WorkerModule = {
       db: deps.db,
       log: deps.log,
       allowPrivate: deps.config.allowPrivateWebhooks,
+      consentDefault: consentDefaultFrom(deps.settings),
     });
     runner.start();
     return async () => {

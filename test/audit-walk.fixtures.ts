@@ -149,6 +149,10 @@ export const WALK_FIXTURES: Record<string, WalkFixture> = {
     body: { identity: `walk-${randomUUID()}@example.com`, first_name: 'Walk' },
     target: (answer) => answer.body.data.id,
   }),
+  'PUT /tenant/profiles/:id/consent': async (ctx) => {
+    const id = await newProfile(ctx);
+    return { url: `/tenant/profiles/${id}/consent`, body: { categories: { analytics: false } }, target: id };
+  },
   'DELETE /tenant/profiles/:id': async (ctx) => {
     const id = await newProfile(ctx);
     return { url: `/tenant/profiles/${id}?suppress=true`, target: id };

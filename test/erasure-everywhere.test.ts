@@ -162,6 +162,8 @@ describe(`erasing a person who came in every way (${ENGINE})`, () => {
       event_type: 'identify',
       event_name: 'Signed Up',
       payload: { first_name: person.first, last_name: person.last, note: person.marker },
+      // A consent category named after the marker: the choice is theirs too (profile_consent, events.consent).
+      consent: { categories: { [`terms-${person.marker}`]: true } },
     });
     // Segment-style calls: an anonymous visit, then the same visitor identified by their CRM id.
     await accepted('POST', '/v1/page', {
@@ -173,6 +175,7 @@ describe(`erasing a person who came in every way (${ENGINE})`, () => {
       anonymousId: person.anonymous,
       event: 'Viewed',
       properties: { what: person.marker },
+      context: { consent: { categoryPreferences: { [`ads-${person.marker}`]: false } } },
     });
     await waitProcessed();
     // Native batch: the visitor signs in (the anonymous profile merges into theirs), then orders.
@@ -277,6 +280,8 @@ describe(`erasing a person who came in every way (${ENGINE})`, () => {
       account_members: 1,
     });
     expect(res.body.data.counts.webhook_deliveries).toBeGreaterThanOrEqual(3);
+    // Two choices: the anonymous profile's moved to theirs by the merge.
+    expect(res.body.data.counts.profile_consent).toBe(2);
     expect(res.body.data.counts.outbox).toBeGreaterThanOrEqual(3);
   }, 60_000);
 

@@ -114,6 +114,7 @@ export const FIXTURES: Record<string, Fixture> = {
       ['GET', '/tenant/profiles/:id/events', '/events'],
       ['GET', '/tenant/profiles/:id/lineage', '/lineage'],
       ['GET', '/tenant/profiles/:id/export', '/export'],
+      ['PUT', '/tenant/profiles/:id/consent', '/consent'],
       ['GET', '/identity/graph/:profile_id', null],
     ].map(([method, route, suffix]) => [
       `${method} ${route}`,
@@ -123,7 +124,10 @@ export const FIXTURES: Record<string, Fixture> = {
           body: { identity: `matrix-${randomUUID()}@example.com`, first_name: 'M' },
         });
         const id = created(res).id as string;
-        return { url: suffix === null ? `/identity/graph/${id}` : `/tenant/profiles/${id}${suffix}` };
+        return {
+          url: suffix === null ? `/identity/graph/${id}` : `/tenant/profiles/${id}${suffix}`,
+          ...(method === 'PUT' ? { body: { categories: { analytics: true } } } : {}),
+        };
       },
     ]),
   ),

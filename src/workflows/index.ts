@@ -6,12 +6,14 @@
  *   merge           commitUnits: a unit of profile and graph changes with every effect of its merges;
  *                   mergeProfiles (POST /identity/merge)
  *   profile-write   upsertProfile (POST /tenant/profiles)
+ *   consent         applyConsentChoices (the pipeline's step), setConsent (PUT /tenant/profiles/{id}/consent)
  *   erasure         eraseProfile (DELETE /tenant/profiles/{id})
  *   identity-graph  getGraph (GET /identity/graph/{id})
  *   exports         exportChunks (GET /tenant/exports/…): a workspace's records as a streamed file
  *   repair          one-off repairs of data older versions left wrong, run as jobs
  *   retention       the sweep of expired rows, over the personal-data registry, run as jobs
  */
+export { applyConsentChoices, type ConsentAnswer, setConsent } from './consent';
 export { type ErasureView, eraseProfile } from './erasure';
 export { EXPORT_KINDS, type ExportKind, type ExportRequest, exportChunks, exportColumns } from './exports';
 export { registerExportRoutes } from './exports.routes';

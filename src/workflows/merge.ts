@@ -9,6 +9,7 @@ import {
   countMergedInto,
   createProfileBatch,
   lockInto,
+  moveConsent,
   type ProfileBatch,
   type ProfileView,
   presentProfile,
@@ -35,6 +36,7 @@ import { AppError, validationError } from '../platform/errors';
  *   commerce     their orders now the survivor's; both profiles' order summaries (total_spend,
  *                completed orders) recomputed from the orders
  *   accounts     their account memberships now the survivor's (seen times widened)
+ *   consent      their consent choices now the survivor's where newer, per category (profile_consent)
  *   intelligence both profiles on the rescoring list (the survivor's CLV and churn follow its orders)
  *   segments     both profiles on the dirty list (the merged-away one exits, the survivor is decided again)
  *   outbox       the unit's facts: profile.created and profile.merged, each with its profile as the
@@ -70,8 +72,8 @@ export async function commitUnits(
 }
 
 /**
- * The effects of merges outside the profiles and graph units: events, orders and account
- * memberships follow the survivor, whose order summary is recomputed, and both sides are marked for rescoring and for
+ * The effects of merges outside the profiles and graph units: events, orders, account
+ * memberships and consent choices follow the survivor, whose order summary is recomputed, and both sides are marked for rescoring and for
  * segment refresh. Each is a no-op (no statement) without merges.
  */
 export async function applyMergeEffects(tx: Queryable, moves: Moves): Promise<void> {
@@ -80,6 +82,7 @@ export async function applyMergeEffects(tx: Queryable, moves: Moves): Promise<vo
     await moveEventsToSurvivors(tx, workspaceId, list);
     await reassignOrders(tx, workspaceId, list);
     await moveAccountMemberships(tx, workspaceId, list);
+    await moveConsent(tx, workspaceId, list);
   }
   await markRescoring(tx, [], moves);
   await markSegmentWork(tx, { items: [], moves });

@@ -1,24 +1,28 @@
 import { Type } from 'typebox';
 import {
+  ConsentAnswerSchema,
   DeleteProfileQuery,
   ErasureSchema,
   ProfileIdParams,
   ProfileSchema,
+  PutConsentBody,
   UpsertProfileBody,
 } from '../modules/profiles/profiles.schemas';
+import { consentDefaultFrom } from '../modules/webhooks';
 import { AppError } from '../platform/errors';
 import { analyticsSlots } from '../platform/http/analytics-share';
 import { Envelope, ok } from '../platform/http/envelope';
 import { principalOf, workspaceOf } from '../platform/http/principal';
 import type { App, AppDeps } from '../platform/http/types';
 import { ACCESS_EXPORT_FORMAT, streamAccessExport } from './access-export';
+import { setConsent } from './consent';
 import { dataSubject } from './data-subject';
 import { eraseProfile } from './erasure';
 import { upsertProfile } from './profile-write';
 
 /**
- * The profile routes whose work spans modules: an API write (identifiers, traits, segment work), an
- * erasure and an access export (every owner's rows). The other reads are the profiles module's own.
+ * The profile routes whose work spans modules: an API write (identifiers, traits, segment work),
+ * consent choices (profiles, webhooks), an erasure and an access export (every owner's rows). The other reads are the profiles module's own.
  */
 
 const tags = ['profiles'];
@@ -40,6 +44,36 @@ export function registerProfileWriteRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => ok(await upsertProfile(deps.db, workspaceOf(req), principalOf(req).id, req.body)),
+  );
+
+  app.put(
+    '/tenant/profiles/:id/consent',
+    {
+      config: { auth: 'write', audit: { action: 'profile.consent', target: 'profile' } },
+      schema: {
+        tags,
+        security,
+        summary:
+          'Record the profile’s consent choices (category → granted), as of now; categories not named keep ' +
+          'theirs. A denial cancels the queued deliveries (and retries) of facts about the profile to every ' +
+          'webhook subscription that needs the category, and answers once no attempt is under way: from then ' +
+          'on nothing about the profile reaches them (docs/profiles.md, "Consent").',
+        params: ProfileIdParams,
+        body: PutConsentBody,
+        response: { 200: Envelope(ConsentAnswerSchema) },
+      },
+    },
+    async (req) =>
+      ok(
+        await setConsent(
+          deps.db,
+          consentDefaultFrom(deps.settings),
+          workspaceOf(req),
+          req.params.id,
+          req.body.categories,
+          principalOf(req).id,
+        ),
+      ),
   );
 
   app.delete(

@@ -52,6 +52,7 @@ export function normalizeEvent(ev: NewEvent, src: EventSource): repo.NewEventRow
     occurred_at: ev.timestamp ? new Date(ev.timestamp).toISOString() : src.receivedAt,
     received_at: src.receivedAt,
     api_key_id: src.apiKeyId,
+    ...(ev.consent ? { consent: ev.consent.categories } : {}),
   };
 }
 

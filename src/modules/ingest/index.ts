@@ -20,6 +20,14 @@ export {
   markEventsApplied,
   markEventUnprocessed,
 } from './applied.repo';
+// Consent choices as clients send them: their limits, schema and reader.
+export {
+  CategoryNameSchema,
+  CONSENT_LIMITS,
+  type ConsentChoices,
+  ConsentChoicesSchema,
+  readChoices,
+} from './consent-choices';
 export { moveEventsToSurvivors } from './erase';
 export { logHorizon } from './erase.repo';
 export {

@@ -17,6 +17,8 @@ export interface NewEventRow {
   received_at: string;
   /** Null for events appended without a key (demo loader, tests): lineage names the event. */
   api_key_id: string | null;
+  /** The consent choices the event carried; absent (not null: one key less per row's JSON) for none. */
+  consent?: Readonly<Record<string, boolean>>;
 }
 
 export interface MessageKey {
@@ -36,12 +38,12 @@ export async function insertEvents(q: Queryable, rows: readonly NewEventRow[]): 
   const json = await rowsJson(rows);
   const res = await q.query(
     `INSERT INTO events (id, workspace_id, message_id, event_type, event_name, anonymous_id, identity,
-                         payload, occurred_at, received_at, api_key_id)
+                         payload, occurred_at, received_at, api_key_id, consent)
      SELECT id, workspace_id, message_id, event_type, event_name, anonymous_id, identity,
-            payload, occurred_at, received_at, api_key_id
+            payload, occurred_at, received_at, api_key_id, consent
        FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, message_id text,
             event_type text, event_name text, anonymous_id text, identity text, payload jsonb,
-            occurred_at timestamptz, received_at timestamptz, api_key_id text)
+            occurred_at timestamptz, received_at timestamptz, api_key_id text, consent jsonb)
      ON CONFLICT (workspace_id, message_id) WHERE message_id IS NOT NULL DO NOTHING`,
     [json],
   );

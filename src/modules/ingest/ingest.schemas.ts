@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { ConsentChoicesSchema } from './consent-choices';
 import { DEFAULT_STATUS, MAX_AMOUNT, MAX_ITEMS, MAX_QUANTITY, ORDER_STATUSES } from './order-payload';
 import { TRAIT_LIMITS } from './trait-limits';
 
@@ -86,6 +87,17 @@ export const IngestEventSchema = Type.Object(
           'Client de-duplication key: a re-sent event with the same `message_id` in the workspace is ' +
           'stored once, and the re-send answers with the original `event_id`.',
       }),
+    ),
+    consent: Type.Optional(
+      Type.Object(
+        { categories: ConsentChoicesSchema },
+        {
+          additionalProperties: false,
+          description:
+            'The person’s consent choices as of the event’s `timestamp`, recorded on the profile the event is ' +
+            'applied to when newer than the recorded ones (docs/profiles.md, "Consent").',
+        },
+      ),
     ),
     writeKey: Type.Optional(
       Type.String({

@@ -3,7 +3,7 @@ import { createYielder } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
 import type { Mutex } from '../../platform/mutex';
 import { OK, type Settlement, type StepResult } from '../../platform/pipeline';
-import { commitUnits } from '../../workflows';
+import { applyConsentChoices, commitUnits } from '../../workflows';
 import { applyMemberships } from '../accounts';
 import { applyOrders } from '../commerce';
 import {
@@ -45,6 +45,8 @@ import { guardOrder, markProcessed } from './processing.steps';
  *                                    orders and spend follow the survivor, rescoring and segment
  *                                    marks), then their profile.created / profile.merged facts:
  *                                    commitUnits, the one home of a merge (src/workflows/merge.ts)
+ *   apply consent       workflows    the choices an event carried recorded on its profile, newer wins; a
+ *                                    denial cancels queued deliveries it takes back (workflows/consent.ts)
  *   apply orders        commerce     orders, products, spend; unusable payload: dead letter
  *   apply memberships   accounts     a `Group` event's profile a member of the account it names
  *   mark rescoring      intelligence the order events' profiles on the rescoring list, a score job queued
@@ -119,6 +121,8 @@ export const PIPELINE: readonly Step[] = [
   // order.completed of its first order (facts are read in seq order, and webhooks deliver a
   // profile's facts in that order).
   { name: 'write profiles', run: writeProfiles },
+  // After the units: an event's choices are recorded on the profile it was applied to (the survivor).
+  { name: 'apply consent', run: applyConsentStep },
   { name: 'apply orders', run: applyOrdersStep },
   {
     name: 'apply memberships',
@@ -228,6 +232,26 @@ async function writeProfiles(w: BatchWork): Promise<StepResult> {
     return { kind: 'retry', reason: 'an identifier was linked by another writer meanwhile' };
   }
   for (const i of w.items) if (i.profileId) i.profileId = w.profiles.survivor(i.profileId)?.id ?? i.profileId;
+  return OK;
+}
+
+async function applyConsentStep(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
+  // In seq order, one event at a time: two events of one profile in a batch are two choices.
+  for (const i of live) {
+    if (i.event.consent === null || i.profileId === null) continue;
+    const settings = settingsOf(w, i.workspaceId);
+    await applyConsentChoices(
+      w.tx,
+      {
+        workspaceId: i.workspaceId,
+        profileId: i.profileId,
+        choices: i.event.consent,
+        at: i.at,
+        source: { type: 'event', id: i.eventId },
+      },
+      settings.consent_default === 'granted',
+    );
+  }
   return OK;
 }
 

@@ -3,10 +3,15 @@ import { newSortableId } from '../../platform/ids';
 import { type EventRecord, eventRecordColumns } from '../ingest';
 
 /** An event as the pipeline reads it: the log's one record shape, with its workspace and key. */
-export type ClaimedEvent = EventRecord & { workspace_id: string; api_key_id: string | null };
+export type ClaimedEvent = EventRecord & {
+  workspace_id: string;
+  api_key_id: string | null;
+  /** The consent choices the event carried, if any (events.consent). */
+  consent: Record<string, boolean> | null;
+};
 
 /** Columns of a claimed event: the event as the pipeline reads it. */
-const EVENT_COLUMNS = `${eventRecordColumns('e')}, e.workspace_id, e.api_key_id`;
+const EVENT_COLUMNS = `${eventRecordColumns('e')}, e.workspace_id, e.api_key_id, e.consent`;
 
 /*
  * The joins from the backlog to the log are LATERAL on purpose: one primary-key probe per waiting

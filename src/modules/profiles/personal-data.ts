@@ -1,10 +1,12 @@
 import type { Db } from '../../platform/db';
+import { iso } from '../../platform/http/envelope';
 import {
   type DataSubject,
   deletingSlice,
   type PersonalDataOwner,
   pagedRows,
 } from '../../platform/personal-data';
+import { deleteConsent, readConsentRows } from './consent.repo';
 import { deleteExpiredLineage, deleteLineage, lineagePage } from './lineage.repo';
 import { getProfile, presentLineage } from './profiles.read';
 import * as repo from './profiles.repo';
@@ -23,6 +25,20 @@ async function* lineageOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
     (last) => Number(last.seq),
   );
   for await (const r of rows) yield { profile_id: r.profile_id, ...presentLineage(r) };
+}
+
+/** The recorded consent choices of the person's profiles: one row per profile and category. */
+async function* consentOf(db: Db, s: DataSubject): AsyncIterable<unknown> {
+  for (const r of await readConsentRows(db, s.workspaceId, s.profileIds)) {
+    yield {
+      profile_id: r.profile_id,
+      category: r.category,
+      granted: r.granted,
+      updated_at: iso(r.occurred_at),
+      source_type: r.source_type,
+      source_id: r.source_id,
+    };
+  }
 }
 
 /** The live profile as GET /tenant/profiles/{id} shows it, and the ids merged into it: one row. */
@@ -48,12 +64,19 @@ export const profilesPersonalData: PersonalDataOwner = {
       kept: { setting: 'lineage_days' },
       exported: { section: 'lineage' },
     },
+    {
+      table: 'profile_consent',
+      holds: "a profile's choice per consent category, its time and source (an event or an API key)",
+      kept: { as: 'as long as the profile: a choice stands until it is changed or the person is erased' },
+      exported: { section: 'consent' },
+    },
   ],
   // Last of every owner: the rows other tables point at (nodes, scores cascade; orders are unlinked).
   async erase(tx, s) {
     const lineage = await deleteLineage(tx, s.workspaceId, s.profileIds);
+    const consent = await deleteConsent(tx, s.workspaceId, s.profileIds);
     const profiles = await repo.deleteProfiles(tx, s.workspaceId, s.profileIds);
-    return { profile_lineage: lineage, profiles };
+    return { profile_lineage: lineage, profile_consent: consent, profiles };
   },
   slices: [
     deletingSlice('profile_lineage', (q, s, limit) => deleteLineage(q, s.workspaceId, s.profileIds, limit)),
@@ -61,6 +84,7 @@ export const profilesPersonalData: PersonalDataOwner = {
   sections: [
     { name: 'profile', rows: profileOf },
     { name: 'lineage', rows: lineageOf },
+    { name: 'consent', rows: consentOf },
   ],
   sweeps: [{ setting: 'lineage_days', tables: ['profile_lineage'], sweep: deleteExpiredLineage }],
 };

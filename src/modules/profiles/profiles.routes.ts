@@ -2,6 +2,7 @@ import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
 import { paged, pageOf } from '../../platform/http/paging';
 import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
+import { readConsent } from './consent.service';
 import * as profiles from './profiles.read';
 import {
   LineageSchema,
@@ -9,6 +10,7 @@ import {
   PageOnlyQuery,
   ProfileIdParams,
   ProfileSchema,
+  ProfileWithConsentSchema,
   TimelineEventSchema,
 } from './profiles.schemas';
 
@@ -44,12 +46,17 @@ export function registerProfileRoutes(app: App, deps: AppDeps): void {
       schema: {
         tags,
         security,
-        summary: 'Read one profile. A merged-away id answers with the surviving profile.',
+        summary:
+          'Read one profile, with its consent per category. A merged-away id answers with the surviving profile.',
         params: ProfileIdParams,
-        response: { 200: Envelope(ProfileSchema) },
+        response: { 200: Envelope(ProfileWithConsentSchema) },
       },
     },
-    async (req) => ok(await profiles.getProfile(deps.db, workspaceOf(req), req.params.id)),
+    async (req) => {
+      const ws = workspaceOf(req);
+      const profile = await profiles.getProfile(deps.db, ws, req.params.id);
+      return ok({ ...profile, consent: await readConsent(deps.db, ws, profile.id) });
+    },
   );
 
   app.get(

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery } from '../../platform/cursor';
+import { ConsentChoicesSchema } from '../ingest';
 import { TRAIT_LIMITS } from './traits';
 
 /** PostgreSQL text and jsonb cannot hold NUL; refusing it here keeps a `\u0000` from becoming a 500. */
@@ -143,3 +144,33 @@ export const LineageSchema = Type.Object({
 });
 
 export const PageOnlyQuery = Type.Object(PageQuery, { additionalProperties: false });
+
+export const PutConsentBody = Type.Object(
+  { categories: ConsentChoicesSchema },
+  { additionalProperties: false },
+);
+
+export const ConsentCategorySchema = Type.Object({
+  granted: Type.Boolean(),
+  updated_at: Type.String({
+    format: 'date-time',
+    description: 'When the choice was made (event or request time).',
+  }),
+  source_type: Type.Union([Type.Literal('event'), Type.Literal('api_key')]),
+  source_id: Nullable(Type.String({ description: 'The event id (evt_…) or API key id (key_…).' })),
+});
+
+export const ConsentSchema = Type.Object({
+  categories: Type.Record(Type.String(), ConsentCategorySchema, {
+    description:
+      'The recorded choice per category; a category not listed counts as the workspace’s `consent_default`.',
+  }),
+});
+
+export const ConsentAnswerSchema = Type.Object({
+  profile_id: Type.String({ format: 'uuid' }),
+  ...ConsentSchema.properties,
+});
+
+/** GET /tenant/profiles/{id}: the profile and its consent. */
+export const ProfileWithConsentSchema = Type.Object({ ...ProfileSchema.properties, consent: ConsentSchema });

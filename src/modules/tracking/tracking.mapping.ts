@@ -1,7 +1,7 @@
 import { v5 as uuidv5 } from 'uuid';
 import type { ErrorDetail } from '../../platform/errors';
 import { MAX_ACCOUNT_ID_LENGTH } from '../accounts';
-import { checkOrderPayload, type NewEvent } from '../ingest';
+import { checkOrderPayload, type NewEvent, readChoices } from '../ingest';
 
 /**
  * The Segment / RudderStack message → this service's event (docs/ingestion.md, "Segment and
@@ -159,6 +159,46 @@ function identifyTraits(msg: Obj, context: Obj | undefined): Obj {
   return traits;
 }
 
+/**
+ * The consent choices a message's context carries: Segment's `consent.categoryPreferences`
+ * (category → boolean) or RudderStack's `consentManagement` (`allowedConsentIds` granted,
+ * `deniedConsentIds` denied; a category in both is denied). Both may come; Segment's win per
+ * category. Undefined for none; a detail (path from the context) for an unusable one.
+ */
+export function consentOf(
+  context: Obj | undefined,
+):
+  | { ok: true; categories: Record<string, boolean> | undefined }
+  | { ok: false; path: string; message: string } {
+  const out: Record<string, boolean> = {};
+  const rudder = context?.consentManagement;
+  if (isObject(rudder)) {
+    for (const [key, granted] of [
+      ['allowedConsentIds', true],
+      ['deniedConsentIds', false],
+    ] as const) {
+      const ids = rudder[key];
+      if (ids === undefined || ids === null) continue;
+      if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string')) {
+        return {
+          ok: false,
+          path: `/consentManagement/${key}`,
+          message: 'must be an array of category ids (strings)',
+        };
+      }
+      for (const id of ids as string[]) out[id] = granted;
+    }
+  }
+  const segment = isObject(context?.consent) ? context.consent.categoryPreferences : undefined;
+  if (isObject(segment)) Object.assign(out, segment);
+  const read = readChoices(out);
+  if (!read.ok) {
+    const where = isObject(segment) ? '/consent/categoryPreferences' : '/consentManagement';
+    return { ok: false, path: `${where}${read.path}`, message: read.message };
+  }
+  return { ok: true, categories: read.choices === null ? undefined : { ...read.choices } };
+}
+
 /** Where a detail about our event's field points in the client's message. */
 const FIELD_OF: Record<string, string> = {
   identity: 'userId',
@@ -203,11 +243,19 @@ export function mapMessage(message: unknown, routeType: MessageType | null, ctx:
   const when = occurredAt(message, ctx);
   if (typeof when !== 'string') return fail(`/${when.invalid}`, 'must be a date-time');
 
+  const consent = consentOf(context);
+  if (!consent.ok) {
+    const where = isObject(message.context) ? '/context' : '';
+    // A batch-level context is reported at the batch's own `context`, outside the message.
+    const path = isObject(message.context) ? `${ctx.at}${where}${consent.path}` : `/context${consent.path}`;
+    return { ok: false, details: [{ path, message: consent.message }] };
+  }
   const userId = idOf(message.userId);
   const anonymous = idOf(message.anonymousId);
   const messageId = idOf(message.messageId);
   const props = isObject(message.properties) ? message.properties : {};
   const base = {
+    ...(consent.categories !== undefined ? { consent: { categories: consent.categories } } : {}),
     ...(userId !== undefined ? { identity: userId } : {}),
     ...(anonymous !== undefined ? { anonymous_id: anonymousIdOf(anonymous) } : {}),
     ...(messageId !== undefined ? { message_id: messageId } : {}),

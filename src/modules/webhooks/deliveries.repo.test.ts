@@ -31,6 +31,7 @@ beforeAll(async () => {
     events: ['order.completed'],
     secret: 'whsec_test-secret-0123456789',
     segments: [],
+    consentCategories: [],
   });
 });
 afterAll(() => t.close());

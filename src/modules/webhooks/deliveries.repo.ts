@@ -152,6 +152,9 @@ export async function recordAttempt(q: Queryable, id: string, n: number, r: Atte
      WHERE id = $1 AND status NOT IN ('erased', 'cancelled')`,
     [id, n, r.status, r.statusCode, r.error, r.nextAttemptInMs],
   );
+  // Erased or cancelled meanwhile: the state stays, but the lease is given back at once, so a
+  // withdrawal waiting for the attempts under way (attemptsUnderWay) sees this one end.
+  if (rowCount === 0) await q.query('UPDATE webhook_deliveries SET attempt_until = NULL WHERE id = $1', [id]);
   return rowCount > 0;
 }
 
@@ -243,4 +246,37 @@ export async function listAttempts(q: Queryable, deliveryId: string): Promise<At
     [deliveryId],
   );
   return rows;
+}
+
+/**
+ * A consent withdrawal: the pending deliveries of facts about these profiles to these subscriptions
+ * become `cancelled`, never to be sent. Answers the ids of those whose attempt is under way right
+ * now (leased by takeAttempt): the caller waits for them to end (inFlight).
+ */
+export async function cancelPendingAbout(
+  q: Queryable,
+  workspaceId: string,
+  subscriptionIds: readonly string[],
+  profileIds: readonly string[],
+): Promise<{ cancelled: number; inFlight: string[] }> {
+  if (subscriptionIds.length === 0 || profileIds.length === 0) return { cancelled: 0, inFlight: [] };
+  const { rows } = await q.query<{ id: string; busy: boolean }>(
+    `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL,
+       last_error = 'consent withdrawn before it was sent'
+     WHERE workspace_id = $1 AND subscription_id = ANY($2::text[]) AND order_key = ANY($3::text[])
+       AND status = 'pending'
+     RETURNING id, coalesce(attempt_until > now(), false) AS busy`,
+    [workspaceId, subscriptionIds, profileIds],
+  );
+  return { cancelled: rows.length, inFlight: rows.filter((r) => r.busy).map((r) => r.id) };
+}
+
+/** Of these deliveries, those whose attempt is still under way (its lease not yet given back). */
+export async function attemptsUnderWay(q: Queryable, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await q.query<{ id: string }>(
+    'SELECT id FROM webhook_deliveries WHERE id = ANY($1::text[]) AND attempt_until > now()',
+    [ids],
+  );
+  return rows.map((r) => r.id);
 }

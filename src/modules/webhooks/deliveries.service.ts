@@ -3,8 +3,11 @@ import { toPage } from '../../platform/cursor';
 import type { Db } from '../../platform/db';
 import { AppError, notFound } from '../../platform/errors';
 import { iso } from '../../platform/http/envelope';
+import { type ConsentDefaultOf, consentFor, consentPermits } from './consent';
+import { lockCursor } from './cursor.repo';
 import * as deliveries from './deliveries.repo';
 import { enqueueAttempt } from './fanout.job';
+import { getSubscription } from './webhooks.repo';
 import { getWebhook } from './webhooks.service';
 
 /** A subscription's deliveries through the API: listed, their attempts shown, one sent again. */
@@ -39,7 +42,13 @@ export async function listDeliveries(
  * Sends a delivery again now, whatever its state. Keyed apart from the planned retry, so both may be
  * queued; whichever runs first makes the attempt and the other finds it made (deliver.job.ts).
  */
-export async function redeliver(db: Db, workspaceId: string, id: string, deliveryId: string) {
+export async function redeliver(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  deliveryId: string,
+  consentDefault: ConsentDefaultOf,
+) {
   const d = await deliveries.getDeliveryOf(db, workspaceId, id, deliveryId);
   if (!d) throw notFound('delivery');
   // Its body was scrubbed when the profile was erased: there is nothing left to send, and never will be.
@@ -51,6 +60,20 @@ export async function redeliver(db: Db, workspaceId: string, id: string, deliver
       'this delivery was cancelled (its profile withdrew consent); it cannot be sent',
     );
   await db.transaction(async (tx) => {
+    // A subscription that needs consent: decided under the fan-out's lock, which a withdrawal takes
+    // too, so a withdrawal committing meanwhile either finds this one pending (and cancels it) or has
+    // committed before the check below reads the profile's choices.
+    const sub = await getSubscription(tx, workspaceId, id);
+    if (sub && sub.consent_categories.length > 0 && d.order_key !== null) {
+      await lockCursor(tx, workspaceId);
+      const consent = await consentFor(tx, workspaceId, [sub], [d.order_key], consentDefault);
+      if (!consentPermits(sub, d.order_key, consent.states, consent.defaultGranted)) {
+        throw new AppError(
+          'CONFLICT',
+          `the profile this delivery is about has not granted every consent category the subscription needs (${sub.consent_categories.join(', ')}); it cannot be sent`,
+        );
+      }
+    }
     await deliveries.markPending(tx, d.id);
     await enqueueAttempt(tx, workspaceId, d.id, d.attempts + 1, 0, 'r');
   });

@@ -8,6 +8,9 @@ import { fanOutBatch } from './fanout.job';
 import { FANOUT_BATCH } from './policy';
 import { createWebhook, updateWebhook } from './webhooks.service';
 
+/** The fan-out's consent default: granted (these tests' subscriptions name no category). */
+const GRANTED = { consentDefault: async () => true };
+
 /**
  * Where a workspace's fan-out starts (docs/webhooks.md): its first subscription starts at the
  * outbox's end, so it never reads the history before it, however long; a later subscription leaves
@@ -40,9 +43,9 @@ describe('where the fan-out of a workspace starts', () => {
   it('starts a first subscription at the outbox’s end: the next fan-out reads none of the history, a later fact is delivered', async () => {
     const ws = await workspaceWithHistory(3 * FANOUT_BATCH);
     await subscribe(ws);
-    expect(await fanOutBatch(db, ws)).toEqual({ facts: 0, deliveries: 0 });
+    expect(await fanOutBatch(db, ws, GRANTED)).toEqual({ facts: 0, deliveries: 0 });
     await writeOutbox(db, ws, 'order.completed', { order_id: 'after', profile_id: randomUUID() });
-    expect(await fanOutBatch(db, ws)).toEqual({ facts: 1, deliveries: 1 });
+    expect(await fanOutBatch(db, ws, GRANTED)).toEqual({ facts: 1, deliveries: 1 });
   });
 
   it('starts at the end again when every earlier subscription was deleted or disabled', async () => {
@@ -51,7 +54,7 @@ describe('where the fan-out of a workspace starts', () => {
     await updateWebhook(db, ws, first.id, { enabled: false }, true);
     await writeOutboxMany(db, [{ workspaceId: ws, type: 'order.completed', data: { order_id: 'x' } }]);
     await subscribe(ws);
-    expect(await fanOutBatch(db, ws)).toEqual({ facts: 0, deliveries: 0 });
+    expect(await fanOutBatch(db, ws, GRANTED)).toEqual({ facts: 0, deliveries: 0 });
   });
 
   it('leaves the cursor where it is for a later subscription: facts owed to the first are still read', async () => {
@@ -64,6 +67,6 @@ describe('where the fan-out of a workspace starts', () => {
     );
     await subscribe(ws);
     // Read and delivered to the first subscription only (the second was created after the fact).
-    expect(await fanOutBatch(db, ws)).toEqual({ facts: 1, deliveries: 1 });
+    expect(await fanOutBatch(db, ws, GRANTED)).toEqual({ facts: 1, deliveries: 1 });
   });
 });

@@ -2,6 +2,7 @@ import type { Db, Queryable } from '../../platform/db';
 import { newSortableId } from '../../platform/ids';
 import { enqueue } from '../../platform/jobs';
 import { factSubject, type OutboxRow, readOutbox } from '../outbox';
+import { type ConsentDefaultOf, consentFor, consentPermits } from './consent';
 import { lockCursor, saveCursor } from './cursor.repo';
 import { insertDeliveries, type NewDelivery } from './deliveries.repo';
 import { DELIVER_QUEUE, FANOUT_BATCH } from './policy';
@@ -41,6 +42,11 @@ export function enqueueAttempt(
   });
 }
 
+export interface FanOutOptions {
+  /** The workspace's consent default, for subscriptions that name consent categories. */
+  consentDefault: ConsentDefaultOf;
+}
+
 export interface FanOutResult {
   /** Facts read (FANOUT_BATCH means: maybe more). */
   facts: number;
@@ -54,21 +60,25 @@ export interface FanOutResult {
  * exactly once. The outbox is read by snapshot (readOutbox), so a fact whose transaction commits
  * late is read late, never passed over.
  */
-export async function fanOutBatch(db: Db, workspaceId: string): Promise<FanOutResult> {
+export async function fanOutBatch(db: Db, workspaceId: string, opts: FanOutOptions): Promise<FanOutResult> {
   return db.transaction(async (tx) => {
     const read = await readOutbox(tx, workspaceId, await lockCursor(tx, workspaceId), FANOUT_BATCH);
     await saveCursor(tx, workspaceId, read.cursor);
     const { facts } = read;
     if (facts.length === 0) return { facts: 0, deliveries: 0 };
     const subs = await enabledSubscriptions(tx, workspaceId);
+    // Read under the cursor's lock, which a consent withdrawal also takes (consent.ts).
+    const subjects = facts.map((f) => factSubject(f.data));
+    const consent = await consentFor(tx, workspaceId, subs, subjects, opts.consentDefault);
     const rows: NewDelivery[] = [];
-    for (const f of facts) {
+    for (const [i, f] of facts.entries()) {
       const body = deliveryBody(f);
       for (const s of subs) {
         // A subscription gets facts from its creation on (and only the kinds and segments it chose): a
         // workspace's first one starts the cursor at the outbox's end (createWebhook), a later one may
         // find the cursor behind its creation.
         if (!subscriptionWants(s, f) || new Date(f.created_at) < new Date(s.created_at)) continue;
+        if (!consentPermits(s, subjects[i]!, consent.states, consent.defaultGranted)) continue;
         rows.push({
           id: newSortableId('dlv'),
           workspace_id: workspaceId,
@@ -76,7 +86,7 @@ export async function fanOutBatch(db: Db, workspaceId: string): Promise<FanOutRe
           event_id: f.id,
           event_type: f.type,
           body,
-          order_key: factSubject(f.data),
+          order_key: subjects[i]!,
         });
       }
     }
@@ -87,10 +97,15 @@ export async function fanOutBatch(db: Db, workspaceId: string): Promise<FanOutRe
 }
 
 /** Fans a workspace's outbox out until it is caught up. Answers the deliveries created. */
-export async function fanOutWorkspace(db: Db, workspaceId: string, signal?: AbortSignal): Promise<number> {
+export async function fanOutWorkspace(
+  db: Db,
+  workspaceId: string,
+  opts: FanOutOptions,
+  signal?: AbortSignal,
+): Promise<number> {
   let deliveries = 0;
   for (;;) {
-    const r = await fanOutBatch(db, workspaceId);
+    const r = await fanOutBatch(db, workspaceId, opts);
     deliveries += r.deliveries;
     if (r.facts < FANOUT_BATCH || signal?.aborted) return deliveries;
   }
@@ -100,9 +115,9 @@ export async function fanOutWorkspace(db: Db, workspaceId: string, signal?: Abor
  * The scheduled job: every workspace with a subscription, until each is caught up. The safety net
  * under the pump (fanout.pump.ts), which does this on every commit that wrote facts.
  */
-export async function fanOutAll(db: Db, signal: AbortSignal): Promise<void> {
+export async function fanOutAll(db: Db, signal: AbortSignal, opts: FanOutOptions): Promise<void> {
   for (const ws of await workspacesWithSubscriptions(db)) {
     if (signal.aborted) return;
-    await fanOutWorkspace(db, ws, signal);
+    await fanOutWorkspace(db, ws, opts, signal);
   }
 }

@@ -8,6 +8,9 @@ import { writeOutbox } from '../outbox';
 import { startFanOutPump } from './fanout.pump';
 import { insertSubscription } from './webhooks.repo';
 
+/** The fan-out's consent default: granted (these tests' subscriptions name no category). */
+const GRANTED = { consentDefault: async () => true };
+
 let t: TestDb;
 let db: Db;
 beforeAll(async () => {
@@ -26,6 +29,7 @@ async function workspaceWithSubscription(): Promise<string> {
     events: ['order.completed'],
     secret: 'whsec_test-secret-0123456789',
     segments: [],
+    consentCategories: [],
   });
   return ws;
 }
@@ -42,7 +46,12 @@ describe('the fan-out pump', () => {
   it('fans a workspace out when a transaction that wrote facts to it commits', async () => {
     const ws = await workspaceWithSubscription();
     let woken = 0;
-    const stop = await startFanOutPump({ db, log: createLogger('silent'), onDeliveries: () => woken++ });
+    const stop = await startFanOutPump({
+      ...GRANTED,
+      db,
+      log: createLogger('silent'),
+      onDeliveries: () => woken++,
+    });
     try {
       await db.transaction((tx) => writeOutbox(tx, ws, 'order.completed', { order_id: 'o1' }));
       await waitUntil(async () => (await deliveriesOf(ws)) === 1, { what: 'one delivery row' });
@@ -64,7 +73,12 @@ describe('the fan-out pump', () => {
             : (db.transaction(fn) as Promise<T>),
       },
     });
-    const stop = await startFanOutPump({ db: flaky, log: createLogger('silent'), onDeliveries: () => {} });
+    const stop = await startFanOutPump({
+      ...GRANTED,
+      db: flaky,
+      log: createLogger('silent'),
+      onDeliveries: () => {},
+    });
     try {
       await db.transaction((tx) => writeOutbox(tx, ws, 'order.completed', { order_id: 'o2' }));
       await waitUntil(async () => (await deliveriesOf(ws)) === 1, {

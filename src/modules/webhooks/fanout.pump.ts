@@ -2,10 +2,10 @@ import type { Logger } from 'pino';
 import type { Db } from '../../platform/db';
 import { backoffMs } from '../../platform/jobs';
 import { OUTBOX_CHANNEL } from '../outbox';
-import { fanOutWorkspace } from './fanout.job';
+import { type FanOutOptions, fanOutWorkspace } from './fanout.job';
 import { hasEnabledSubscription } from './webhooks.repo';
 
-export interface FanOutPumpDeps {
+export interface FanOutPumpDeps extends FanOutOptions {
   db: Db;
   log: Logger;
   /** Called after deliveries were queued, so the job runner claims them now rather than at its next poll. */
@@ -55,7 +55,7 @@ export async function startFanOutPump(deps: FanOutPumpDeps): Promise<() => Promi
       try {
         // Most workspaces have no subscription: one indexed read, no cursor row, no lock.
         if (!(await hasEnabledSubscription(db, ws))) return;
-        const deliveries = await fanOutWorkspace(db, ws);
+        const deliveries = await fanOutWorkspace(db, ws, deps);
         failures = 0;
         if (deliveries > 0) deps.onDeliveries();
       } catch (err) {

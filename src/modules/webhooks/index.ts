@@ -4,6 +4,14 @@
  * cursor), go out signed, and are retried by the job runner until delivered or dead.
  */
 
+// Consent on the output (consent.ts): the workflows' withdrawal, and the consent default.
+export {
+  type ConsentDefaultOf,
+  consentDefaultFrom,
+  settleWithdrawal,
+  type Withdrawal,
+  withdrawDeliveries,
+} from './consent';
 export { webhooksPersonalData } from './personal-data';
 export { webhookPolicy } from './policy';
 export { registerWebhookJobs, type WebhookJobOptions } from './webhooks.jobs';

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../platform/db';
 import type { JobRunner } from '../../platform/jobs';
+import type { ConsentDefaultOf } from './consent';
 import { createSubscriptionSlots, type DeliverPayload, deliverOnce } from './deliver.job';
 import { fanOutAll } from './fanout.job';
 import { startFanOutPump } from './fanout.pump';
@@ -11,6 +12,8 @@ export interface WebhookJobOptions {
   log: Logger;
   /** CDP_ALLOW_PRIVATE_WEBHOOKS: skip the send-time address check too. */
   allowPrivate: boolean;
+  /** The workspace's consent default (settings `consent_default`), for the fan-out's consent gate. */
+  consentDefault: ConsentDefaultOf;
 }
 
 /**
@@ -21,7 +24,10 @@ export async function registerWebhookJobs(
   runner: JobRunner,
   opts: WebhookJobOptions,
 ): Promise<() => Promise<void>> {
-  runner.register(FANOUT_QUEUE, (_payload, { db, signal }) => fanOutAll(db, signal), { timeoutMs: 60_000 });
+  const fanOut = { consentDefault: opts.consentDefault };
+  runner.register(FANOUT_QUEUE, (_payload, { db, signal }) => fanOutAll(db, signal, fanOut), {
+    timeoutMs: 60_000,
+  });
   const slots = createSubscriptionSlots(() => webhookPolicy.perSubscription);
   runner.register<DeliverPayload>(
     DELIVER_QUEUE,
@@ -31,5 +37,5 @@ export async function registerWebhookJobs(
     { timeoutMs: webhookPolicy.timeoutMs + 20_000, concurrency: webhookPolicy.concurrency },
   );
   await runner.schedule('webhooks.fanout', webhookPolicy.fanoutEvery, FANOUT_QUEUE, {});
-  return startFanOutPump({ db: opts.db, log: opts.log, onDeliveries: () => runner.wake() });
+  return startFanOutPump({ ...fanOut, db: opts.db, log: opts.log, onDeliveries: () => runner.wake() });
 }

@@ -15,6 +15,8 @@ export interface SubscriptionRow {
   previous_secret_expires_at: Date | null;
   /** Segment ids whose segment.entered / segment.exited facts are wanted; empty: all. */
   segments: string[];
+  /** Consent categories a profile must have granted for its facts to be delivered; empty: none. */
+  consent_categories: string[];
   enabled: boolean;
   disabled_reason: string | null;
   created_at: Date;
@@ -23,12 +25,20 @@ export interface SubscriptionRow {
 
 export async function insertSubscription(
   q: Queryable,
-  s: { id: string; workspaceId: string; url: string; events: string[]; secret: string; segments: string[] },
+  s: {
+    id: string;
+    workspaceId: string;
+    url: string;
+    events: string[];
+    secret: string;
+    segments: string[];
+    consentCategories: string[];
+  },
 ): Promise<SubscriptionRow> {
   const { rows } = await q.query<SubscriptionRow>(
-    `INSERT INTO webhook_subscriptions (id, workspace_id, url, events, secret, segments)
-     VALUES ($1, $2, $3, $4::text[], $5, $6::text[]) RETURNING *`,
-    [s.id, s.workspaceId, s.url, s.events, s.secret, s.segments],
+    `INSERT INTO webhook_subscriptions (id, workspace_id, url, events, secret, segments, consent_categories)
+     VALUES ($1, $2, $3, $4::text[], $5, $6::text[], $7::text[]) RETURNING *`,
+    [s.id, s.workspaceId, s.url, s.events, s.secret, s.segments, s.consentCategories],
   );
   return rows[0]!;
 }
@@ -76,6 +86,7 @@ export async function updateSubscription(
     secret?: string | undefined;
     enabled?: boolean | undefined;
     segments?: string[] | undefined;
+    consent_categories?: string[] | undefined;
   },
 ): Promise<SubscriptionRow | null> {
   // A re-enable clears the reason of an earlier disable (e.g. a 410). A secret set this way replaces
@@ -87,6 +98,7 @@ export async function updateSubscription(
        previous_secret = CASE WHEN $5::text IS NULL THEN previous_secret END,
        previous_secret_expires_at = CASE WHEN $5::text IS NULL THEN previous_secret_expires_at END,
        segments = coalesce($7::text[], segments),
+       consent_categories = coalesce($8::text[], consent_categories),
        updated_at = now()
      WHERE workspace_id = $1 AND id = $2 RETURNING *`,
     [
@@ -97,6 +109,7 @@ export async function updateSubscription(
       p.secret ?? null,
       p.enabled ?? null,
       p.segments ?? null,
+      p.consent_categories ?? null,
     ],
   );
   return rows[0] ?? null;

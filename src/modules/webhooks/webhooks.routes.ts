@@ -3,6 +3,7 @@ import { Envelope, ok, PageEnvelope } from '../../platform/http/envelope';
 import { paged, pageOf } from '../../platform/http/paging';
 import { workspaceOf } from '../../platform/http/principal';
 import type { App, AppDeps } from '../../platform/http/types';
+import { consentDefaultFrom } from './consent';
 import * as deliveryApi from './deliveries.service';
 import {
   CreateWebhookBody,
@@ -225,6 +226,14 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) =>
-      ok(await deliveryApi.redeliver(deps.db, workspaceOf(req), req.params.id, req.params.delivery_id)),
+      ok(
+        await deliveryApi.redeliver(
+          deps.db,
+          workspaceOf(req),
+          req.params.id,
+          req.params.delivery_id,
+          consentDefaultFrom(deps.settings),
+        ),
+      ),
   );
 }

@@ -1,9 +1,11 @@
 import { Type } from 'typebox';
 import { pagedQuery } from '../../platform/http/paging';
+import { CategoryNameSchema } from '../ingest';
 import { EVENT_KINDS, MAX_URL_LENGTH } from './policy';
 
 /** Limits of rotation and segment filters (docs/webhooks.md). */
 export const MAX_SEGMENT_FILTER = 100;
+export const MAX_CONSENT_CATEGORIES = 20;
 export const DEFAULT_GRACE_SECONDS = 86_400;
 export const MAX_GRACE_SECONDS = 7 * 86_400;
 
@@ -22,8 +24,24 @@ const Segments = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
     'affected); empty or absent: every segment’s. Each must be a segment of the workspace.',
 });
 
+/** Consent categories every profile's facts need (docs/webhooks.md, "Consent"). */
+const ConsentCategories = Type.Array(CategoryNameSchema, {
+  maxItems: MAX_CONSENT_CATEGORIES,
+  uniqueItems: true,
+  description:
+    'A fact about a profile is delivered only when the profile has granted every one of these consent ' +
+    'categories (a category with no recorded choice counts as the workspace setting `consent_default`); ' +
+    'facts about no profile are not affected. Empty or absent: no consent needed.',
+});
+
 export const CreateWebhookBody = Type.Object(
-  { url: Url, events: Events, secret: Type.Optional(Secret), segments: Type.Optional(Segments) },
+  {
+    url: Url,
+    events: Events,
+    secret: Type.Optional(Secret),
+    segments: Type.Optional(Segments),
+    consent_categories: Type.Optional(ConsentCategories),
+  },
   { additionalProperties: false },
 );
 
@@ -34,6 +52,7 @@ export const PatchWebhookBody = Type.Object(
     secret: Type.Optional(Secret),
     enabled: Type.Optional(Type.Boolean()),
     segments: Type.Optional(Segments),
+    consent_categories: Type.Optional(ConsentCategories),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -77,6 +96,7 @@ export const WebhookSchema = Type.Object({
     }),
   ),
   segments: Type.Array(Type.String()),
+  consent_categories: Type.Array(Type.String()),
   enabled: Type.Boolean(),
   disabled_reason: Nullable(Type.String()),
   created_at: Type.String({ format: 'date-time' }),

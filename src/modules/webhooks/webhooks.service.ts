@@ -20,6 +20,7 @@ export interface WebhookInput {
   events: string[];
   secret?: string | undefined;
   segments?: string[] | undefined;
+  consent_categories?: string[] | undefined;
 }
 
 export interface WebhookPatch {
@@ -28,6 +29,7 @@ export interface WebhookPatch {
   secret?: string | undefined;
   enabled?: boolean | undefined;
   segments?: string[] | undefined;
+  consent_categories?: string[] | undefined;
 }
 
 export interface RotateInput {
@@ -53,6 +55,7 @@ const present = (r: repo.SubscriptionRow) => ({
   secret: r.secret,
   previous_secret_expires_at: graceEnd(r),
   segments: r.segments,
+  consent_categories: r.consent_categories,
   enabled: r.enabled,
   disabled_reason: r.disabled_reason,
   created_at: iso(r.created_at)!,
@@ -102,6 +105,7 @@ export async function createWebhook(db: Db, workspaceId: string, input: WebhookI
       events: input.events,
       secret: input.secret ?? newSecret(),
       segments: input.segments ?? [],
+      consentCategories: input.consent_categories ?? [],
     });
     if (first) await startCursorAtEnd(tx, workspaceId);
     return created;
