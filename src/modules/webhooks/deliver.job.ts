@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db, Queryable } from '../../platform/db';
+import { newRequestId, REQUEST_ID_HEADER } from '../../platform/http/request-id';
 import { backoffMs, type JobContext } from '../../platform/jobs';
 import {
   type AttemptResult,
@@ -73,6 +74,8 @@ export interface DeliverPayload {
   delivery_id: string;
   /** The attempt number this job makes; a job re-run after its attempt was recorded does nothing. */
   attempt: number;
+  /** The request that asked for it (a manual re-send); a planned attempt gets an id of its own. */
+  request_id?: string;
 }
 
 /**
@@ -119,7 +122,7 @@ export async function deliverOnce(
   try {
     // Another job may hold the same attempt (a re-send, a release, a put-off one): one sends it.
     if (!(await takeAttempt(db, d.id, payload.attempt, webhookPolicy.timeoutMs + 20_000))) return;
-    await attempt(db, d, sub, ctx);
+    await attempt(db, d, sub, payload.request_id ?? newRequestId(), ctx);
   } finally {
     ctx.slots?.give(sub.id, slot);
   }
@@ -135,11 +138,13 @@ async function attempt(
   db: Db,
   d: DeliveryRow,
   sub: SubscriptionRow,
+  requestId: string,
   ctx: Pick<JobContext, 'signal'> & { allowPrivate: boolean; log?: Logger | undefined },
 ): Promise<void> {
   const n = d.attempts + 1;
   const body = JSON.stringify(d.body);
-  const headers = deliveryHeaders(sub, d.id, d.event_type, body);
+  // The receiver's logs, ours and the attempt list name the same request.
+  const headers = { ...deliveryHeaders(sub, d.id, d.event_type, body), [REQUEST_ID_HEADER]: requestId };
   const r = await send(sub.url, body, headers, {
     timeoutMs: webhookPolicy.timeoutMs,
     allowPrivate: ctx.allowPrivate,
@@ -165,6 +170,7 @@ async function attempt(
     durationMs: r.durationMs,
     status,
     nextAttemptInMs: next,
+    requestId,
   };
   await db.transaction(async (tx) => {
     // Erased or cancelled while this attempt was under way: it is recorded, nothing more is planned.
@@ -176,5 +182,8 @@ async function attempt(
     else await releaseNext(tx, d);
   });
   if (status === 'dead')
-    ctx.log?.warn({ delivery_id: d.id, attempts: n }, 'webhooks: delivery dead-lettered');
+    ctx.log?.warn(
+      { delivery_id: d.id, attempts: n, request_id: requestId },
+      'webhooks: delivery dead-lettered',
+    );
 }

@@ -58,6 +58,7 @@ const done = {
   durationMs: 1,
   status: 'delivered' as const,
   nextAttemptInMs: null,
+  requestId: 'req_test',
 };
 
 describe('webhook deliveries in the database', () => {

@@ -97,6 +97,8 @@ export interface AttemptResult {
   status: DeliveryStatus;
   /** null when no further automatic attempt is planned. */
   nextAttemptInMs: number | null;
+  /** The `X-Request-Id` the attempt sent. */
+  requestId: string;
 }
 
 /**
@@ -141,9 +143,9 @@ export async function pendingAfter(q: Queryable, d: DeliveryRow): Promise<Delive
  */
 export async function recordAttempt(q: Queryable, id: string, n: number, r: AttemptResult): Promise<boolean> {
   await q.query(
-    `INSERT INTO webhook_attempts (delivery_id, n, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (delivery_id, n) DO NOTHING`,
-    [id, n, r.statusCode, r.error, r.durationMs],
+    `INSERT INTO webhook_attempts (delivery_id, n, status_code, error, duration_ms, request_id)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (delivery_id, n) DO NOTHING`,
+    [id, n, r.statusCode, r.error, r.durationMs, r.requestId],
   );
   const { rowCount } = await q.query(
     `UPDATE webhook_deliveries SET attempts = $2, status = $3, last_status_code = $4, last_error = $5,
@@ -238,11 +240,13 @@ export interface AttemptRow {
   error: string | null;
   duration_ms: number;
   attempted_at: Date;
+  request_id: string | null;
 }
 
 export async function listAttempts(q: Queryable, deliveryId: string): Promise<AttemptRow[]> {
   const { rows } = await q.query<AttemptRow>(
-    'SELECT n, status_code, error, duration_ms, attempted_at FROM webhook_attempts WHERE delivery_id = $1 ORDER BY n',
+    `SELECT n, status_code, error, duration_ms, attempted_at, request_id FROM webhook_attempts
+      WHERE delivery_id = $1 ORDER BY n`,
     [deliveryId],
   );
   return rows;

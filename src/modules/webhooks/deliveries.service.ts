@@ -48,6 +48,8 @@ export async function redeliver(
   id: string,
   deliveryId: string,
   consentDefault: ConsentDefaultOf,
+  /** The redeliver request's id: the attempt sends it to the receiver and records it. */
+  requestId: string,
 ) {
   const d = await deliveries.getDeliveryOf(db, workspaceId, id, deliveryId);
   if (!d) throw notFound('delivery');
@@ -75,7 +77,7 @@ export async function redeliver(
       }
     }
     await deliveries.markPending(tx, d.id);
-    await enqueueAttempt(tx, workspaceId, d.id, d.attempts + 1, 0, 'r');
+    await enqueueAttempt(tx, workspaceId, d.id, d.attempts + 1, 0, 'r', requestId);
   });
   return presentDelivery({ ...d, status: 'pending', next_attempt_at: new Date() });
 }

@@ -29,12 +29,14 @@ export function enqueueAttempt(
   delayMs = 0,
   /** Sets a manual re-send apart from the planned attempt of the same number. */
   tag = '',
+  /** The request that asked for this attempt (a manual re-send): the attempt sends and records its id. */
+  requestId?: string,
 ) {
   return enqueue(q, {
     queue: DELIVER_QUEUE,
     key: `${deliveryId}#${tag}${attempt}`,
     workspaceId,
-    payload: { delivery_id: deliveryId, attempt },
+    payload: { delivery_id: deliveryId, attempt, ...(requestId ? { request_id: requestId } : {}) },
     delayMs,
     // Retries are planned by the delivery handler itself (so Retry-After can be honoured); a job that
     // dies with its process is still re-run by the runner through its lease.

@@ -29,6 +29,10 @@ const AttemptSchema = Type.Object({
   error: Type.Union([Type.String(), Type.Null()]),
   duration_ms: Type.Integer(),
   attempted_at: Type.String({ format: 'date-time' }),
+  request_id: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'The `X-Request-Id` the attempt sent: a re-send’s is the `redeliver` request’s (and its audit entry’s); null before request ids were kept.',
+  }),
 });
 
 /** Outbound webhook subscriptions and their deliveries (docs/webhooks.md); admin keys only. */
@@ -154,6 +158,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
         await webhooks.testSend(deps.db, deps.limits, workspaceOf(req), req.params.id, {
           allowPrivate,
           signal: gone.signal,
+          requestId: req.id,
         }),
       );
     },
@@ -233,6 +238,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
           req.params.id,
           req.params.delivery_id,
           consentDefaultFrom(deps.settings),
+          req.id,
         ),
       ),
   );

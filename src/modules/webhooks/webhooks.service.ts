@@ -5,6 +5,7 @@ import { AppError, notFound } from '../../platform/errors';
 import { rateLimited } from '../../platform/http/auth-hook';
 import { iso } from '../../platform/http/envelope';
 import type { RateLimits } from '../../platform/http/rate-limit';
+import { REQUEST_ID_HEADER } from '../../platform/http/request-id';
 import { newSortableId } from '../../platform/ids';
 import { getSegment } from '../segments';
 import { startCursorAtEnd } from './cursor.repo';
@@ -175,7 +176,7 @@ export async function testSend(
   limits: RateLimits,
   workspaceId: string,
   id: string,
-  opts: { allowPrivate: boolean; signal: AbortSignal },
+  opts: { allowPrivate: boolean; signal: AbortSignal; requestId: string },
 ): Promise<TestSendResult> {
   const sub = await repo.getSubscription(db, workspaceId, id);
   if (!sub) throw notFound('webhook');
@@ -194,7 +195,10 @@ export async function testSend(
     },
   });
   const deliveryId = newSortableId('dlv');
-  const headers = deliveryHeaders(sub, deliveryId, 'webhook.test', body, Math.floor(now.getTime() / 1000));
+  const headers = {
+    ...deliveryHeaders(sub, deliveryId, 'webhook.test', body, Math.floor(now.getTime() / 1000)),
+    [REQUEST_ID_HEADER]: opts.requestId,
+  };
   try {
     const r = await send(sub.url, body, headers, {
       timeoutMs: webhookPolicy.timeoutMs,

@@ -362,6 +362,41 @@ describe('webhook deliveries', () => {
       (l) => l[0]?.status === 'delivered' && l[0]?.attempts === 2,
     );
   });
+
+  it('sends every attempt with an X-Request-Id and records it; a re-send carries the redeliver request’s', async () => {
+    const ws = await svc.newWorkspace();
+    const hook = await subscribe(ws, '/request-ids');
+    await identify(ws);
+    const [d] = await until(
+      'the delivery to be delivered',
+      () => deliveriesOf(ws, hook.id),
+      (l) => l[0]?.status === 'delivered',
+    );
+    const res = await svc.call('POST', `/tenant/webhooks/${hook.id}/deliveries/${d!.id}/redeliver`, {
+      key: ws.adminKey,
+    });
+    expect(res.status, res.text).toBe(200);
+    const sent = await rx.waitFor('/request-ids', 2);
+    const attempts = await until<Array<{ request_id: string }>>(
+      'both attempts recorded',
+      async () =>
+        (await svc.call('GET', `/tenant/webhooks/${hook.id}/deliveries/${d!.id}`, { key: ws.adminKey })).body
+          .data,
+      (a) => a.length === 2,
+    );
+    // The planned attempt had an id of its own; the re-send the one of the request that asked for it.
+    expect(attempts.map((a) => a.request_id)).toEqual([
+      sent[0]!.headers['x-request-id'],
+      res.headers['x-request-id'],
+    ]);
+    expect(sent[0]!.headers['x-request-id']).toMatch(/^req_[0-9a-z]{26}$/);
+    expect(sent[1]!.headers['x-request-id']).toBe(res.headers['x-request-id']);
+    // The test send names its request too.
+    const test = await svc.call('POST', `/tenant/webhooks/${hook.id}/test`, { key: ws.adminKey });
+    expect(test.status, test.text).toBe(200);
+    const [, , probe] = await rx.waitFor('/request-ids', 3);
+    expect(probe!.headers['x-request-id']).toBe(test.headers['x-request-id']);
+  });
   it('dead-letters a delivery whose attempts are used up, and a re-send of it can still succeed', async () => {
     const ws = await svc.newWorkspace();
     const saved = webhookPolicy.maxAttempts;
