@@ -1,11 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { waitProcessed } from '../src/modules/processing/processing.test-kit';
-import { ROOT } from './child';
+import { type PeopleReceiver, startPeopleReceiver } from '../src/modules/webhooks/webhooks.test-kit';
+import { type ServiceProcess, startService } from './child';
 import { startTestService, type TestService } from './harness';
 import { onlyOn } from './skips';
 import { letTimePass, waitUntil } from './wait';
@@ -19,87 +16,18 @@ import { letTimePass, waitUntil } from './wait';
  * included. PGlite is a single-process database, so this runs in the PostgreSQL pass only.
  */
 
-interface Arrival {
-  body: string;
-  at: number;
-}
-
-function startReceiver() {
-  const arrivals: Arrival[] = [];
-  const failing = new Set<string>();
-  const holds = new Map<string, Promise<void>>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      arrivals.push({ body, at: Date.now() });
-      const hold = [...holds].find(([who]) => body.includes(who));
-      if (hold) await hold[1];
-      res.writeHead([...failing].some((who) => body.includes(who)) ? 500 : 200).end();
-    });
-  });
-  return {
-    server,
-    arrivals,
-    failing,
-    hold(who: string): () => void {
-      let release!: () => void;
-      holds.set(who, new Promise<void>((r) => (release = r)));
-      return () => {
-        holds.delete(who);
-        release();
-      };
-    },
-    about: (who: string) => arrivals.filter((a) => a.body.includes(who)),
-  };
-}
-
-interface Worker {
-  child: ChildProcess;
-  out: () => string;
-}
-
-async function startWorker(env: Record<string, string>): Promise<Worker> {
-  const base: Record<string, string> = {};
-  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[k]) base[k] = process.env[k]!;
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'cdp.mjs'), 'start'], {
-    cwd: ROOT,
-    env: { ...base, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  await waitUntil(
-    () => {
-      if (child.exitCode !== null) throw new Error(`worker exited early:\n${out}`);
-      return out.includes('cdp worker running');
-    },
-    { what: 'the worker to start', timeoutMs: 60_000, intervalMs: 50, detail: () => out },
-  );
-  return { child, out: () => out };
-}
-
-async function stopWorker(w: Worker | undefined): Promise<void> {
-  if (!w || w.child.exitCode !== null || w.child.signalCode !== null) return;
-  const exited = new Promise((r) => w.child.once('exit', r));
-  w.child.kill('SIGTERM');
-  const timer = setTimeout(() => w.child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 onlyOn('postgres', 'PGlite is one process').describe('a consent withdrawal across processes', () => {
   let svc: TestService;
-  const rx = startReceiver();
-  const workers: Worker[] = [];
+  let rx: PeopleReceiver;
+  const workers: ServiceProcess[] = [];
   let hook: string;
 
   beforeAll(async () => {
-    svc = await startTestService({ ROLE: 'api', CDP_ALLOW_PRIVATE_WEBHOOKS: '1' });
-    await new Promise<void>((r) => rx.server.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(rx.server.address() as AddressInfo).port}/consent`;
+    [svc, rx] = await Promise.all([
+      startTestService({ ROLE: 'api', CDP_ALLOW_PRIVATE_WEBHOOKS: '1' }),
+      startPeopleReceiver(),
+    ]);
+    const url = `${rx.url}/consent`;
     const sub = await svc.call('POST', '/tenant/webhooks', {
       body: { url, events: ['profile.created'], consent_categories: ['analytics'] },
     });
@@ -112,13 +40,12 @@ onlyOn('postgres', 'PGlite is one process').describe('a consent withdrawal acros
       DATA_DIR: ':memory:',
       CDP_ALLOW_PRIVATE_WEBHOOKS: '1',
     };
-    workers.push(...(await Promise.all([startWorker(env), startWorker(env)])));
+    workers.push(...(await Promise.all([startService(env), startService(env)])));
   });
 
   afterAll(async () => {
-    await Promise.all(workers.map(stopWorker));
-    await svc?.close();
-    await new Promise((r) => rx.server.close(r));
+    await Promise.all(workers.map((w) => w.stop(10_000)));
+    await Promise.all([svc?.close(), rx?.close()]);
   });
 
   const identify = async (who: string) => {
@@ -201,8 +128,8 @@ onlyOn('postgres', 'PGlite is one process').describe('a consent withdrawal acros
       { what: 'a later fact delivered', timeoutMs: 20_000 },
     );
 
-    expect(rx.about(retried).filter((a) => a.at > deniedRetried)).toEqual([]);
-    expect(rx.about(onTheWire).filter((a) => a.at > deniedWire)).toEqual([]);
+    expect(rx.about(retried).filter((a) => a.arrivedAt > deniedRetried)).toEqual([]);
+    expect(rx.about(onTheWire).filter((a) => a.arrivedAt > deniedWire)).toEqual([]);
     const states = await q<{ status: string }>(
       'SELECT status, attempts FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY seq',
       [hook],

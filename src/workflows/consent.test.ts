@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../test/expect-error';
 import { startTestService, type TestService, type TestWorkspace } from '../../test/harness';
 import { letTimePass, waitUntil } from '../../test/wait';
 import { waitProcessed } from '../modules/processing/processing.test-kit';
 import { webhookPolicy } from '../modules/webhooks/policy';
+import { type PeopleReceiver, startPeopleReceiver } from '../modules/webhooks/webhooks.test-kit';
 
 /**
  * Consent end to end (docs/profiles.md and docs/webhooks.md, "Consent"): choices come in on events
@@ -18,68 +17,21 @@ import { webhookPolicy } from '../modules/webhooks/policy';
 // Short retries, set before the service registers its queues.
 webhookPolicy.backoff = { baseMs: 50, capMs: 200 };
 
-/** A receiver that records each request with the time it answered, failing or holding some people's. */
-interface Seen {
-  body: string;
-  answeredAt: number;
-}
-function startReceiver() {
-  const seen: Seen[] = [];
-  const failing = new Set<string>();
-  const holding = new Map<string, Promise<void>>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      const held = [...holding].find(([who]) => body.includes(who));
-      arrived.push(body);
-      if (held) await held[1];
-      const fail = [...failing].some((who) => body.includes(who));
-      res.writeHead(fail ? 500 : 200).end();
-      seen.push({ body, answeredAt: Date.now() });
-    });
-  });
-  const arrived: string[] = [];
-  return {
-    server,
-    seen,
-    arrived,
-    failing,
-    /** Holds every request about `who` until the returned function is called. */
-    hold(who: string): () => void {
-      let release!: () => void;
-      holding.set(
-        who,
-        new Promise<void>((r) => {
-          release = r;
-        }),
-      );
-      return () => {
-        holding.delete(who);
-        release();
-      };
-    },
-    about: (who: string) => seen.filter((s) => s.body.includes(who)),
-    async start() {
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    },
-  };
-}
-
 let svc: TestService;
 let ws: TestWorkspace;
-const rx = startReceiver();
+let rx: PeopleReceiver;
 let url: string;
 
 beforeAll(async () => {
-  [svc, url] = await Promise.all([startTestService({ CDP_ALLOW_PRIVATE_WEBHOOKS: '1' }), rx.start()]);
+  [svc, rx] = await Promise.all([
+    startTestService({ CDP_ALLOW_PRIVATE_WEBHOOKS: '1' }),
+    startPeopleReceiver(),
+  ]);
+  url = rx.url;
   ws = await svc.newWorkspace('consent');
 });
 afterAll(async () => {
-  await svc?.close();
-  await new Promise((r) => rx.server.close(r));
+  await Promise.all([svc?.close(), rx?.close()]);
 });
 
 const admin = () => ({ key: ws.adminKey });
@@ -408,7 +360,7 @@ describe('a webhook subscription that names consent categories', () => {
     const who = email();
     const release = rx.hold(who);
     await ingest({ event_type: 'identify', event_name: 'x', identity: who });
-    await waitUntil(() => rx.arrived.some((b) => b.includes(who)), {
+    await waitUntil(() => rx.about(who).length > 0, {
       what: 'the attempt to reach the receiver',
     });
     const { id } = await profileOf(who);

@@ -65,6 +65,65 @@ export async function startReceiver(): Promise<Receiver> {
   };
 }
 
+/** A request as a PeopleReceiver saw it: its body, when it arrived and when it was answered. */
+export interface Arrival {
+  body: string;
+  arrivedAt: number;
+  /** 0 while the receiver still holds it. */
+  answeredAt: number;
+}
+
+/**
+ * A receiver on 127.0.0.1 scripted by person: requests whose body names someone in `failing` are
+ * answered 500, those naming someone held (`hold`) wait until released; every other one gets 200.
+ * Each request is recorded with the times it arrived and was answered (the consent tests compare
+ * them with the time a withdrawal answered).
+ */
+export async function startPeopleReceiver() {
+  const arrivals: Arrival[] = [];
+  const failing = new Set<string>();
+  const holds = new Map<string, Promise<void>>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const arrival: Arrival = {
+        body: Buffer.concat(chunks).toString('utf8'),
+        arrivedAt: Date.now(),
+        answeredAt: 0,
+      };
+      arrivals.push(arrival);
+      const hold = [...holds].find(([who]) => arrival.body.includes(who));
+      if (hold) await hold[1];
+      res.writeHead([...failing].some((who) => arrival.body.includes(who)) ? 500 : 200).end();
+      arrival.answeredAt = Date.now();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    arrivals,
+    failing,
+    /** Holds every request about `who` until the returned function is called. */
+    hold(who: string): () => void {
+      let release!: () => void;
+      holds.set(
+        who,
+        new Promise<void>((r) => {
+          release = r;
+        }),
+      );
+      return () => {
+        holds.delete(who);
+        release();
+      };
+    },
+    about: (who: string) => arrivals.filter((a) => a.body.includes(who)),
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+export type PeopleReceiver = Awaited<ReturnType<typeof startPeopleReceiver>>;
+
 /**
  * Standard Webhooks verification written from the specification (not from our signer): the key is
  * the base64 after `whsec_`, the signed content `{webhook-id}.{webhook-timestamp}.{body}`, the header

@@ -340,9 +340,10 @@ describe('webhook deliveries', () => {
     });
   });
 
-  it('re-sends a delivered delivery on request, as a new attempt with the same delivery id', async () => {
+  /** A subscription to `path` whose first delivery went out, and the answer to a re-send of it. */
+  async function deliveredThenResent(path: string) {
     const ws = await svc.newWorkspace();
-    const hook = await subscribe(ws, '/again');
+    const hook = await subscribe(ws, path);
     await identify(ws);
     const [d] = await until(
       'the delivery to be delivered',
@@ -353,6 +354,11 @@ describe('webhook deliveries', () => {
       key: ws.adminKey,
     });
     expect(res.status, res.text).toBe(200);
+    return { ws, hook, d: d!, res };
+  }
+
+  it('re-sends a delivered delivery on request, as a new attempt with the same delivery id', async () => {
+    const { ws, hook, d } = await deliveredThenResent('/again');
     const sent = await rx.waitFor('/again', 2);
     expect(sent[1]!.headers['x-service-delivery']).toBe(d!.id);
     expect(sent[1]!.body).toBe(sent[0]!.body);
@@ -364,18 +370,7 @@ describe('webhook deliveries', () => {
   });
 
   it('sends every attempt with an X-Request-Id and records it; a re-send carries the redeliver request’s', async () => {
-    const ws = await svc.newWorkspace();
-    const hook = await subscribe(ws, '/request-ids');
-    await identify(ws);
-    const [d] = await until(
-      'the delivery to be delivered',
-      () => deliveriesOf(ws, hook.id),
-      (l) => l[0]?.status === 'delivered',
-    );
-    const res = await svc.call('POST', `/tenant/webhooks/${hook.id}/deliveries/${d!.id}/redeliver`, {
-      key: ws.adminKey,
-    });
-    expect(res.status, res.text).toBe(200);
+    const { ws, hook, d, res } = await deliveredThenResent('/request-ids');
     const sent = await rx.waitFor('/request-ids', 2);
     const attempts = await until<Array<{ request_id: string }>>(
       'both attempts recorded',
