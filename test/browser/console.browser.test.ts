@@ -173,12 +173,19 @@ gate.describe('the console in a browser', () => {
     await byTestId(page, 'webhook-create').click();
     await byTestId(page, 'webhook-url').fill(receiverUrl);
     await byTestId(page, 'webhook-event-profile.created').check();
+    // A consent category the profile makes no choice about: the workspace default (granted) lets it through.
+    await byTestId(page, 'webhook-consent').fill('analytics');
+    await byTestId(page, 'webhook-consent').press('Enter');
     await check(page, 'webhooks-create');
     await byTestId(page, 'webhook-save').click();
     await shown(byTestId(page, 'webhooks-table'));
-    const hooks = (await api('GET', '/tenant/webhooks')).body.data as Array<{ id: string; url: string }>;
+    const hooks = (await api('GET', '/tenant/webhooks')).body.data as Array<{
+      id: string;
+      url: string;
+      consent_categories: string[];
+    }>;
     const hook = hooks.find((h) => h.url === receiverUrl)!;
-    expect(hook).toBeDefined();
+    expect(hook.consent_categories).toEqual(['analytics']);
 
     // A new profile: the receiver gets profile.created, and the page's log shows it delivered.
     expect(
@@ -291,6 +298,8 @@ gate.describe('the console in a browser', () => {
     await check(page, 'profiles');
     await page.goto(`/profiles/${main}`);
     await shown(byTestId(page, 'profile-name'));
+    // No choice was ever recorded: the card says the workspace default applies.
+    await shown(byTestId(page, 'consent-empty'));
     await check(page, 'profile');
     await byTestId(page, 'tab-graph').click();
     const graph = byTestId(page, 'identity-graph');
@@ -314,6 +323,62 @@ gate.describe('the console in a browser', () => {
     );
     await context.close();
   });
+
+  gate.it(
+    'shows a profile’s consent, denies a category from the page, and the API reads it denied',
+    async () => {
+      const sent = await api('POST', '/api/ingest', {
+        event_type: 'identify',
+        event_name: 'Consented',
+        identity: 'consent@example.com',
+        consent: { categories: { analytics: true, ads: true } },
+      });
+      expect(sent.status).toBe(202);
+      const id = await waitUntil(
+        async () => {
+          const found = (await api('GET', '/tenant/profiles?email=consent%40example.com')).body?.data?.[0]
+            ?.id;
+          if (!found) return null;
+          const read = await api('GET', `/tenant/profiles/${found}`);
+          return read.body?.data?.consent?.categories?.ads ? (found as string) : null;
+        },
+        { what: 'the event’s consent to be recorded on its profile', timeoutMs: 30_000 },
+      );
+
+      const { context, page } = await signIn(svc.adminKey);
+      await page.goto(`/profiles/${id}`);
+      const ads = byTestId(page, 'consent-row-ads');
+      await shown(ads);
+      expect(await ads.getByTestId('consent-state').textContent()).toBe('Granted');
+      expect(await ads.textContent()).toContain('event');
+      await check(page, 'profile-consent');
+
+      await ads.getByTestId('consent-toggle').click();
+      await waitUntil(async () => (await ads.getByTestId('consent-state').textContent()) === 'Denied', {
+        what: 'the page to show ads denied',
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
+      const categories = (await api('GET', `/tenant/profiles/${id}`)).body.data.consent.categories;
+      expect(categories.ads).toMatchObject({ granted: false, source_type: 'api_key' });
+      expect(categories.analytics.granted).toBe(true);
+      // The page names the key that denied it, as the API does.
+      await waitUntil(async () => ((await ads.textContent()) ?? '').includes(categories.ads.source_id), {
+        what: 'the page to name the key that denied ads',
+      });
+      // A category the profile never chose about, recorded from the form (granted, the form's default).
+      await byTestId(page, 'consent-new-category').fill('email');
+      await byTestId(page, 'consent-add').click();
+      await shown(byTestId(page, 'consent-row-email'));
+      expect(await byTestId(page, 'consent-row-email').getByTestId('consent-state').textContent()).toBe(
+        'Granted',
+      );
+      expect((await api('GET', `/tenant/profiles/${id}`)).body.data.consent.categories.email.granted).toBe(
+        true,
+      );
+      await context.close();
+    },
+  );
 
   gate.it('shows a change made in the console on the audit log page, with its request id', async () => {
     const { context, page } = await signIn(svc.adminKey);

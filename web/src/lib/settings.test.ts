@@ -10,6 +10,7 @@ const current: Settings = {
   discount_rate: 0.1,
   clv_horizon_days: 365,
   analytics_concurrency: 2,
+  consent_default: 'granted',
 };
 
 describe('the settings form sends only what changed', () => {

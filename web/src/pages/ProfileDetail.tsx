@@ -20,6 +20,7 @@ import type { Profile } from '../api/types';
 import { Empty, JsonBlock, QueryState } from '../components/states';
 import { fmtMoney, fmtTime, personName } from '../lib/format';
 import { Memberships, ProfileAccounts } from '../profile/Belongs';
+import { ConsentCard } from '../profile/Consent';
 import { EraseDialog } from '../profile/EraseDialog';
 import { Graph } from '../profile/GraphTab';
 import { Events, Lineage, Orders } from '../profile/History';
@@ -112,6 +113,7 @@ export default function ProfileDetail() {
               </Stack>
             </Grid.Col>
           </Grid>
+          <ConsentCard profile={p} />
           <Tabs defaultValue="graph" keepMounted={false}>
             <Tabs.List>
               <Tabs.Tab value="graph" data-testid="tab-graph">

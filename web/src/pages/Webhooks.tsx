@@ -6,7 +6,7 @@ import { Pager, usePaged } from '../components/paging';
 import { Empty, Loading, NeedsScope, PageTitle, QueryState } from '../components/states';
 import { TableHead } from '../components/table';
 import { fmtTime } from '../lib/format';
-import { WebhookDetail } from '../webhooks/WebhookDetail';
+import { ConsentCategories, WebhookDetail } from '../webhooks/WebhookDetail';
 import { WebhookForm } from '../webhooks/WebhookForm';
 
 export default function Webhooks() {
@@ -44,7 +44,14 @@ export default function Webhooks() {
           <Table.ScrollContainer minWidth={700}>
             <Table highlightOnHover data-testid="webhooks-table">
               <TableHead
-                columns={['Destination', 'Events', 'State', 'Created', { label: 'Actions', hidden: true }]}
+                columns={[
+                  'Destination',
+                  'Events',
+                  'Consent needed',
+                  'State',
+                  'Created',
+                  { label: 'Actions', hidden: true },
+                ]}
               />
               <Table.Tbody>
                 {paged.rows.map((w) => (
@@ -58,6 +65,9 @@ export default function Webhooks() {
                           </Badge>
                         ))}
                       </Group>
+                    </Table.Td>
+                    <Table.Td data-testid={`webhook-consent-${w.id}`}>
+                      <ConsentCategories categories={w.consent_categories} />
                     </Table.Td>
                     <Table.Td>
                       <Badge color={w.enabled ? 'teal' : 'red'} variant="light">

@@ -15,6 +15,8 @@ const STATUS_COLOR: Record<Delivery['status'], string> = {
   delivered: 'teal',
   failed: 'red',
   dead: 'gray',
+  erased: 'gray',
+  cancelled: 'orange',
 };
 
 function Attempts({ webhookId, deliveryId }: { webhookId: string; deliveryId: string }) {

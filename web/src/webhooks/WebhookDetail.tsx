@@ -1,5 +1,6 @@
 import {
   Alert,
+  Badge,
   Button,
   Card,
   Code,
@@ -119,6 +120,25 @@ function TestSend({ webhook }: { webhook: Webhook }) {
   );
 }
 
+/** The consent categories a subscription needs, as badges; "none" when it needs none. */
+export function ConsentCategories({ categories }: { categories: string[] }) {
+  if (categories.length === 0)
+    return (
+      <Text size="sm" c="gray.7">
+        none
+      </Text>
+    );
+  return (
+    <Group gap={4}>
+      {categories.map((c) => (
+        <Badge key={c} size="sm" variant="light" color="grape" tt="none">
+          {c}
+        </Badge>
+      ))}
+    </Group>
+  );
+}
+
 export function WebhookDetail({ id, onDeleted }: { id: string; onDeleted: () => void }) {
   const qc = useQueryClient();
   const [confirmDelete, setConfirmDelete] = useState(false);
@@ -148,6 +168,12 @@ export function WebhookDetail({ id, onDeleted }: { id: string; onDeleted: () => 
                 <Text size="xs" c="gray.7">
                   {w.id}
                 </Text>
+                <Group gap="xs" mt={4}>
+                  <Text size="xs" fw={700} c="gray.8" tt="uppercase">
+                    Consent needed
+                  </Text>
+                  <ConsentCategories categories={w.consent_categories} />
+                </Group>
               </div>
               <Button
                 color="red"

@@ -1,4 +1,14 @@
-import { Button, Checkbox, Group, MultiSelect, PasswordInput, Stack, Switch, TextInput } from '@mantine/core';
+import {
+  Button,
+  Checkbox,
+  Group,
+  MultiSelect,
+  PasswordInput,
+  Stack,
+  Switch,
+  TagsInput,
+  TextInput,
+} from '@mantine/core';
 import { useForm } from '@mantine/form';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api/client';
@@ -6,12 +16,18 @@ import { WEBHOOK_EVENTS, type Webhook } from '../api/types';
 import { ErrorAlert } from '../components/states';
 import { useSegmentOptions } from '../segments/options';
 
-// Creating and editing a webhook: its destination, events, segment filter, secret and state.
+// Creating and editing a webhook: its destination, events, segment filter, consent categories,
+// secret and state.
+
+/** The API's limits on `consent_categories` (docs/webhooks.md, "Consent"). */
+const MAX_CONSENT_CATEGORIES = 20;
+const MAX_CATEGORY_LENGTH = 100;
 
 interface FormValues {
   url: string;
   events: string[];
   segments: string[];
+  consent_categories: string[];
   secret: string;
   enabled: boolean;
 }
@@ -32,6 +48,7 @@ export function WebhookForm({
       url: initial?.url ?? '',
       events: initial?.events ?? ['profile.created'],
       segments: initial?.segments ?? [],
+      consent_categories: initial?.consent_categories ?? [],
       secret: '',
       enabled: initial?.enabled ?? true,
     },
@@ -49,11 +66,23 @@ export function WebhookForm({
       events: (v) => (v.length === 0 ? 'Choose at least one kind of event' : null),
       secret: (v) => (v && (v.length < 16 || v.length > 200) ? 'A secret has 16–200 characters' : null),
       segments: (v) => (v.length > 100 ? 'At most 100 segments' : null),
+      consent_categories: (v) =>
+        v.length > MAX_CONSENT_CATEGORIES
+          ? `At most ${MAX_CONSENT_CATEGORIES} categories`
+          : v.some((c) => c.length > MAX_CATEGORY_LENGTH)
+            ? `Each category has 1–${MAX_CATEGORY_LENGTH} characters`
+            : null,
     },
   });
   const save = useMutation({
     mutationFn: async (v: FormValues) => {
-      const body: Record<string, unknown> = { url: v.url.trim(), events: v.events, segments: v.segments };
+      const body: Record<string, unknown> = {
+        url: v.url.trim(),
+        events: v.events,
+        segments: v.segments,
+        // Always sent: an emptied list clears the requirement (`[]` on PATCH).
+        consent_categories: v.consent_categories,
+      };
       if (v.secret) body.secret = v.secret;
       if (initial) {
         body.enabled = v.enabled;
@@ -97,6 +126,19 @@ export function WebhookForm({
           clearable
           {...form.getInputProps('segments')}
           data-testid="webhook-segments"
+        />
+        <TagsInput
+          label="Consent categories"
+          description="Facts about a profile are sent only while it has granted every one of these (empty: no consent needed). Press Enter or type a comma after each; at most 20."
+          placeholder="analytics, marketing"
+          splitChars={[',']}
+          maxTags={MAX_CONSENT_CATEGORIES}
+          clearable
+          {...form.getInputProps('consent_categories')}
+          onChange={(v) =>
+            form.setFieldValue('consent_categories', [...new Set(v.map((c) => c.trim()).filter(Boolean))])
+          }
+          data-testid="webhook-consent"
         />
         <PasswordInput
           label={initial ? 'Replace the secret' : 'Signing secret'}

@@ -11,6 +11,27 @@ export interface Profile {
   updated_at: string;
   attributes: Record<string, unknown>;
   identities: { type: string; value: string }[];
+  /** Present on `GET /tenant/profiles/{id}` (not on the listing): docs/profiles.md, "Consent". */
+  consent?: Consent;
+}
+
+/** One recorded consent choice: granted or denied, when, and by which event or API key. */
+export interface ConsentChoice {
+  granted: boolean;
+  updated_at: string;
+  source_type: 'event' | 'api_key';
+  /** The event id (evt_…) or API key id (key_…). */
+  source_id: string | null;
+}
+
+/** A category with no recorded choice counts as the workspace's `consent_default`. */
+export interface Consent {
+  categories: Record<string, ConsentChoice>;
+}
+
+/** `PUT /tenant/profiles/{id}/consent` answers the survivor's id and every category it now has. */
+export interface ConsentAnswer extends Consent {
+  profile_id: string;
 }
 
 export interface TimelineEvent {

@@ -14,6 +14,8 @@ export interface Webhook {
   secret: string;
   previous_secret_expires_at: string | null;
   segments: string[];
+  /** Facts about a profile go out only while it has granted all of these (docs/webhooks.md, "Consent"). */
+  consent_categories: string[];
   enabled: boolean;
   disabled_reason: string | null;
   created_at: string;
@@ -24,7 +26,7 @@ export interface Delivery {
   id: string;
   event_id: string;
   event_type: string;
-  status: 'pending' | 'delivered' | 'failed' | 'dead';
+  status: 'pending' | 'delivered' | 'failed' | 'dead' | 'erased' | 'cancelled';
   attempts: number;
   last_status_code: number | null;
   last_error: string | null;

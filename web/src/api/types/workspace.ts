@@ -43,6 +43,8 @@ export interface Settings {
   discount_rate: number;
   clv_horizon_days: number;
   analytics_concurrency: number;
+  /** What a consent category with no recorded choice counts as. */
+  consent_default: 'granted' | 'denied';
 }
 
 export interface DeadLetter {
