@@ -1,9 +1,9 @@
 import type { Static } from 'typebox';
 import type { Queryable } from '../../platform/db';
 import type { ConsentChoices } from '../ingest';
-import { type ConsentChange, consentPath, winningChoices } from './consent';
-import { type ConsentRow, readConsentRows, upsertConsent } from './consent.repo';
-import { insertLineage } from './lineage.repo';
+import { type ConsentChange, type ConsentState, consentPath, winningChoices } from './consent';
+import { type ConsentRow, type ConsentWrite, readConsentRows, upsertConsent } from './consent.repo';
+import { insertLineage, type LineageWrite } from './lineage.repo';
 import type { Source } from './profile-batch';
 import type { ConsentSchema } from './profiles.schemas';
 
@@ -16,33 +16,65 @@ export interface ConsentWriteInput {
   source: Source;
 }
 
+/** What one write came to: the choices that won, and the profile's states after it (every category). */
+export interface RecordedConsent {
+  won: ConsentChange[];
+  states: ReadonlyMap<string, boolean>;
+}
+
 /**
- * Records the choices that win (newer than the recorded ones), with a lineage row
- * (`/consent/<category>`) for each that changes the state. The caller holds the profile's lock, so
- * no merge or erasure moves it meanwhile. Answers the winning choices.
+ * Records the choices that win (at least as new as the recorded ones), with a lineage row
+ * (`/consent/<category>`) for each that changes the state. Several writes (a batch's events, in seq
+ * order) are recorded in the order given as one at a time would be, in three statements whatever
+ * their number: the recorded states of their profiles read once (per
+ * workspace), each write judged against the states the writes before it left (so two events of one
+ * profile in a batch are two choices, the later one's lineage row starting from the earlier one's
+ * state), then one upsert of each category's last winning choice and one insert of every lineage
+ * row. One statement per event was 5–6 round trips each, the pipeline's costliest step
+ * (docs/benchmarks.md, "Consent"). The caller holds the profiles' locks.
  */
-export async function recordConsent(tx: Queryable, w: ConsentWriteInput): Promise<ConsentChange[]> {
-  const rows = await readConsentRows(tx, w.workspaceId, [w.profileId]);
-  const current = new Map(rows.map((r) => [r.category, { granted: r.granted, occurredAt: r.occurred_at }]));
-  const won = winningChoices(current, w.choices, w.at);
-  const at = w.at.toISOString();
-  await upsertConsent(
-    tx,
-    won.map((c) => ({
-      workspace_id: w.workspaceId,
-      profile_id: w.profileId,
-      category: c.category,
-      granted: c.granted,
-      occurred_at: at,
-      source_type: w.source.type,
-      source_id: w.source.id,
-    })),
-  );
-  await insertLineage(
-    tx,
-    won
-      .filter((c) => c.before !== c.granted)
-      .map((c) => ({
+export async function recordConsentWrites(
+  tx: Queryable,
+  writes: readonly ConsentWriteInput[],
+): Promise<RecordedConsent[]> {
+  const byWorkspace = new Map<string, Set<string>>();
+  for (const w of writes) {
+    const ids = byWorkspace.get(w.workspaceId) ?? new Set<string>();
+    ids.add(w.profileId);
+    byWorkspace.set(w.workspaceId, ids);
+  }
+  const key = (workspaceId: string, profileId: string) => `${workspaceId} ${profileId}`;
+  const current = new Map<string, Map<string, ConsentState>>();
+  for (const [workspaceId, ids] of byWorkspace) {
+    for (const id of ids) current.set(key(workspaceId, id), new Map());
+    for (const r of await readConsentRows(tx, workspaceId, [...ids])) {
+      current.get(key(workspaceId, r.profile_id))!.set(r.category, {
+        granted: r.granted,
+        occurredAt: new Date(r.occurred_at),
+      });
+    }
+  }
+  // Each (profile, category) once: one statement cannot update a row twice; the last winner stays.
+  const upserts = new Map<string, ConsentWrite>();
+  const lineage: LineageWrite[] = [];
+  const out: RecordedConsent[] = [];
+  for (const w of writes) {
+    const states = current.get(key(w.workspaceId, w.profileId))!;
+    const won = winningChoices(states, w.choices, w.at);
+    const at = w.at.toISOString();
+    for (const c of won) {
+      states.set(c.category, { granted: c.granted, occurredAt: w.at });
+      upserts.set(`${key(w.workspaceId, w.profileId)} ${c.category}`, {
+        workspace_id: w.workspaceId,
+        profile_id: w.profileId,
+        category: c.category,
+        granted: c.granted,
+        occurred_at: at,
+        source_type: w.source.type,
+        source_id: w.source.id,
+      });
+      if (c.before === c.granted) continue;
+      lineage.push({
         workspace_id: w.workspaceId,
         profile_id: w.profileId,
         path: consentPath(c.category),
@@ -52,9 +84,13 @@ export async function recordConsent(tx: Queryable, w: ConsentWriteInput): Promis
         source_id: w.source.id,
         merged_from: null,
         occurred_at: at,
-      })),
-  );
-  return won;
+      });
+    }
+    out.push({ won, states: new Map([...states].map(([category, s]) => [category, s.granted])) });
+  }
+  await upsertConsent(tx, [...upserts.values()]);
+  await insertLineage(tx, lineage);
+  return out;
 }
 
 /** Each profile's recorded states (category → granted); a profile with none is absent. */
