@@ -56,11 +56,11 @@ export async function applyConsentChoices(
   // Only a denial can take a delivery back; a grant applies to facts written from now on.
   const denied = new Map<string, Map<string, WithdrawalSubject>>();
   inputs.forEach((input, k) => {
-    const { won, states } = recorded[k]!;
+    const { won, named } = recorded[k]!;
     if (!won.some((c) => !c.granted)) return;
     const subjects = denied.get(input.workspaceId) ?? new Map<string, WithdrawalSubject>();
-    const subject = subjects.get(input.profileId) ?? { profileId: input.profileId, states: [] };
-    subjects.set(input.profileId, { ...subject, states: [...subject.states, states] });
+    const subject = subjects.get(input.profileId) ?? { profileId: input.profileId, named: [] };
+    subjects.set(input.profileId, { ...subject, named: [...subject.named, named] });
     denied.set(input.workspaceId, subjects);
   });
   const out: Withdrawal = { cancelled: 0, inFlight: [] };

@@ -46,6 +46,30 @@ export async function readConsentRows(
   return rows;
 }
 
+/**
+ * The recorded state of each of these (profile, category) pairs that has one, by one probe of the
+ * primary key per pair: what a batch's choices are judged against. Cheaper than all of each
+ * profile's rows (readConsentRows: a range per profile), the pipeline's one read per batch.
+ */
+export async function readConsentChoices(
+  q: Queryable,
+  workspaceId: string,
+  pairs: ReadonlyArray<{ profileId: string; category: string }>,
+): Promise<Array<Pick<ConsentRow, 'profile_id' | 'category' | 'granted' | 'occurred_at'>>> {
+  if (pairs.length === 0) return [];
+  const { rows } = await q.query<Pick<ConsentRow, 'profile_id' | 'category' | 'granted' | 'occurred_at'>>(
+    `SELECT c.* FROM unnest($2::uuid[], $3::text[]) AS k(profile_id, category)
+       ${probeEach(
+         'profile_consent',
+         'x.profile_id = k.profile_id AND x.category = k.category AND x.workspace_id = $1',
+         'c',
+         'x.profile_id, x.category, x.granted, x.occurred_at',
+       )}`,
+    [workspaceId, pairs.map((p) => p.profileId), pairs.map((p) => p.category)],
+  );
+  return rows;
+}
+
 /** Writes the winning choices (the caller holds the profile's lock and decided which win). */
 export async function upsertConsent(q: Queryable, rows: readonly ConsentWrite[]): Promise<void> {
   if (rows.length === 0) return;

@@ -2,7 +2,13 @@ import type { Static } from 'typebox';
 import type { Queryable } from '../../platform/db';
 import type { ConsentChoices } from '../ingest';
 import { type ConsentChange, type ConsentState, consentPath, winningChoices } from './consent';
-import { type ConsentRow, type ConsentWrite, readConsentRows, upsertConsent } from './consent.repo';
+import {
+  type ConsentRow,
+  type ConsentWrite,
+  readConsentChoices,
+  readConsentRows,
+  upsertConsent,
+} from './consent.repo';
 import { insertLineage, type LineageWrite } from './lineage.repo';
 import type { Source } from './profile-batch';
 import type { ConsentSchema } from './profiles.schemas';
@@ -16,38 +22,50 @@ export interface ConsentWriteInput {
   source: Source;
 }
 
-/** What one write came to: the choices that won, and the profile's states after it (every category). */
+/** What one write came to. */
 export interface RecordedConsent {
+  /** Its choices that won. */
   won: ConsentChange[];
-  states: ReadonlyMap<string, boolean>;
+  /**
+   * The profile's states after it, of the categories the call's writes name for the profile (null:
+   * no recorded choice yet); its other categories are as they were before the call, and still are.
+   */
+  named: ReadonlyMap<string, boolean | null>;
 }
 
 /**
  * Records the choices that win (at least as new as the recorded ones), with a lineage row
  * (`/consent/<category>`) for each that changes the state. Several writes (a batch's events, in seq
  * order) are recorded in the order given as one at a time would be, in three statements whatever
- * their number: the recorded states of their profiles read once (per
+ * their number: the recorded state of each (profile, category) they name read at once (per
  * workspace), each write judged against the states the writes before it left (so two events of one
  * profile in a batch are two choices, the later one's lineage row starting from the earlier one's
  * state), then one upsert of each category's last winning choice and one insert of every lineage
- * row. One statement per event was 5–6 round trips each, the pipeline's costliest step
- * (docs/benchmarks.md, "Consent"). The caller holds the profiles' locks.
+ * row. One statement per event was 5–6 round trips each (docs/benchmarks.md, "Consent"). The
+ * caller holds the profiles' locks.
  */
 export async function recordConsentWrites(
   tx: Queryable,
   writes: readonly ConsentWriteInput[],
 ): Promise<RecordedConsent[]> {
-  const byWorkspace = new Map<string, Set<string>>();
-  for (const w of writes) {
-    const ids = byWorkspace.get(w.workspaceId) ?? new Set<string>();
-    ids.add(w.profileId);
-    byWorkspace.set(w.workspaceId, ids);
-  }
   const key = (workspaceId: string, profileId: string) => `${workspaceId} ${profileId}`;
+  // Per profile, the state of each category the writes name (absent: no recorded choice).
   const current = new Map<string, Map<string, ConsentState>>();
-  for (const [workspaceId, ids] of byWorkspace) {
-    for (const id of ids) current.set(key(workspaceId, id), new Map());
-    for (const r of await readConsentRows(tx, workspaceId, [...ids])) {
+  const categories = new Map<string, Set<string>>();
+  const named = new Map<string, Map<string, { profileId: string; category: string }>>();
+  for (const w of writes) {
+    current.set(key(w.workspaceId, w.profileId), new Map());
+    const mine = categories.get(key(w.workspaceId, w.profileId)) ?? new Set<string>();
+    const pairs = named.get(w.workspaceId) ?? new Map<string, { profileId: string; category: string }>();
+    for (const category of Object.keys(w.choices)) {
+      mine.add(category);
+      pairs.set(`${w.profileId} ${category}`, { profileId: w.profileId, category });
+    }
+    categories.set(key(w.workspaceId, w.profileId), mine);
+    named.set(w.workspaceId, pairs);
+  }
+  for (const [workspaceId, pairs] of named) {
+    for (const r of await readConsentChoices(tx, workspaceId, [...pairs.values()])) {
       current.get(key(workspaceId, r.profile_id))!.set(r.category, {
         granted: r.granted,
         occurredAt: new Date(r.occurred_at),
@@ -86,7 +104,8 @@ export async function recordConsentWrites(
         occurred_at: at,
       });
     }
-    out.push({ won, states: new Map([...states].map(([category, s]) => [category, s.granted])) });
+    const mine = [...categories.get(key(w.workspaceId, w.profileId))!];
+    out.push({ won, named: new Map(mine.map((c) => [c, states.get(c)?.granted ?? null])) });
   }
   await upsertConsent(tx, [...upserts.values()]);
   await insertLineage(tx, lineage);

@@ -69,16 +69,21 @@ export interface Withdrawal {
 /** A profile whose consent a transaction denied something of, once or more. */
 export interface WithdrawalSubject {
   profileId: string;
-  /** Its states (category → granted) after each write that denied a category, in order. */
-  states: ReadonlyArray<ReadonlyMap<string, boolean>>;
+  /**
+   * Its states after each write that denied a category, in order: of the categories the
+   * transaction's writes named, null for no recorded choice (its other categories are as they
+   * stand, read here when needed).
+   */
+  named: ReadonlyArray<ReadonlyMap<string, boolean | null>>;
 }
 
 /**
  * After profiles' consent changed (in the caller's transaction, which holds their locks): cancels
  * the pending deliveries of facts about each (the profile and those merged into it, `familyOf`) to
  * every enabled subscription one of its states no longer allows: each denial takes back what the
- * state it left refuses, as each would have one at a time. Takes the fan-out's lock of the workspace
- * first, only when some subscription needs consent (else one read, and `familyOf` is never asked).
+ * state it left refuses, as each would have one at a time. Only when some subscription needs
+ * consent (else one read, and nothing more): then takes the fan-out's lock of the workspace, and
+ * reads the profiles' other categories.
  */
 export async function withdrawDeliveries(
   tx: Queryable,
@@ -94,9 +99,23 @@ export async function withdrawDeliveries(
   // A fan-out under way finishes first (its deliveries are then cancelled here); one that starts
   // after this transaction reads the new choice.
   await lockCursor(tx, workspaceId);
+  // As they stand after the writes: right for the categories they did not name, overlaid for those.
+  const standing = await consentStates(
+    tx,
+    workspaceId,
+    subjects.map((s) => s.profileId),
+  );
   for (const subject of subjects) {
+    const states = subject.named.map((named) => {
+      const st = new Map(standing.get(subject.profileId));
+      for (const [category, granted] of named) {
+        if (granted === null) st.delete(category);
+        else st.set(category, granted);
+      }
+      return st;
+    });
     const refused = gated.filter((s) =>
-      subject.states.some((states) => !consentAllows(states, s.consent_categories, defaultGranted)),
+      states.some((st) => !consentAllows(st, s.consent_categories, defaultGranted)),
     );
     if (refused.length === 0) continue;
     const taken = await cancelPendingAbout(
