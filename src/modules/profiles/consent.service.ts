@@ -48,41 +48,45 @@ export async function recordConsentWrites(
   tx: Queryable,
   writes: readonly ConsentWriteInput[],
 ): Promise<RecordedConsent[]> {
-  const key = (workspaceId: string, profileId: string) => `${workspaceId} ${profileId}`;
-  // Per profile, the state of each category the writes name (absent: no recorded choice).
-  const current = new Map<string, Map<string, ConsentState>>();
-  const categories = new Map<string, Set<string>>();
-  const named = new Map<string, Map<string, { profileId: string; category: string }>>();
+  // Per profile (its id is unique across workspaces: the table's key), the state of each category
+  // the writes name (absent: no recorded choice), and the write that last won it.
+  const profiles = new Map<string, { states: Map<string, ConsentState>; last: Map<string, ConsentWrite> }>();
+  const pairs = new Map<string, Array<{ profileId: string; category: string }>>();
   for (const w of writes) {
-    current.set(key(w.workspaceId, w.profileId), new Map());
-    const mine = categories.get(key(w.workspaceId, w.profileId)) ?? new Set<string>();
-    const pairs = named.get(w.workspaceId) ?? new Map<string, { profileId: string; category: string }>();
-    for (const category of Object.keys(w.choices)) {
-      mine.add(category);
-      pairs.set(`${w.profileId} ${category}`, { profileId: w.profileId, category });
+    let p = profiles.get(w.profileId);
+    if (!p) {
+      p = { states: new Map(), last: new Map() };
+      profiles.set(w.profileId, p);
     }
-    categories.set(key(w.workspaceId, w.profileId), mine);
-    named.set(w.workspaceId, pairs);
+    let named = pairs.get(w.workspaceId);
+    if (!named) {
+      named = [];
+      pairs.set(w.workspaceId, named);
+    }
+    for (const category of Object.keys(w.choices)) {
+      // A placeholder per named category, so the read below asks for each pair once.
+      if (p.last.has(category)) continue;
+      p.last.set(category, NO_WRITE);
+      named.push({ profileId: w.profileId, category });
+    }
   }
-  for (const [workspaceId, pairs] of named) {
-    for (const r of await readConsentChoices(tx, workspaceId, [...pairs.values()])) {
-      current.get(key(workspaceId, r.profile_id))!.set(r.category, {
+  for (const [workspaceId, named] of pairs) {
+    for (const r of await readConsentChoices(tx, workspaceId, named)) {
+      profiles.get(r.profile_id)!.states.set(r.category, {
         granted: r.granted,
         occurredAt: new Date(r.occurred_at),
       });
     }
   }
-  // Each (profile, category) once: one statement cannot update a row twice; the last winner stays.
-  const upserts = new Map<string, ConsentWrite>();
   const lineage: LineageWrite[] = [];
   const out: RecordedConsent[] = [];
   for (const w of writes) {
-    const states = current.get(key(w.workspaceId, w.profileId))!;
+    const { states, last } = profiles.get(w.profileId)!;
     const won = winningChoices(states, w.choices, w.at);
-    const at = w.at.toISOString();
+    const at = won.length > 0 ? w.at.toISOString() : '';
     for (const c of won) {
       states.set(c.category, { granted: c.granted, occurredAt: w.at });
-      upserts.set(`${key(w.workspaceId, w.profileId)} ${c.category}`, {
+      last.set(c.category, {
         workspace_id: w.workspaceId,
         profile_id: w.profileId,
         category: c.category,
@@ -104,13 +108,29 @@ export async function recordConsentWrites(
         occurred_at: at,
       });
     }
-    const mine = [...categories.get(key(w.workspaceId, w.profileId))!];
-    out.push({ won, named: new Map(mine.map((c) => [c, states.get(c)?.granted ?? null])) });
+    const named = new Map<string, boolean | null>();
+    for (const category of last.keys()) named.set(category, states.get(category)?.granted ?? null);
+    out.push({ won, named });
   }
-  await upsertConsent(tx, [...upserts.values()]);
+  // Each (profile, category) once, its last winner: one statement cannot update a row twice.
+  const upserts: ConsentWrite[] = [];
+  for (const { last } of profiles.values())
+    for (const row of last.values()) if (row !== NO_WRITE) upserts.push(row);
+  await upsertConsent(tx, upserts);
   await insertLineage(tx, lineage);
   return out;
 }
+
+/** A named category no write has won yet. */
+const NO_WRITE: ConsentWrite = {
+  workspace_id: '',
+  profile_id: '',
+  category: '',
+  granted: false,
+  occurred_at: '',
+  source_type: 'event',
+  source_id: null,
+};
 
 /** Each profile's recorded states (category → granted); a profile with none is absent. */
 export async function consentStates(
