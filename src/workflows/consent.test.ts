@@ -110,6 +110,42 @@ describe('consent choices', () => {
     );
   });
 
+  it('of one person in one batch are applied in order, each from the state the one before left', async () => {
+    const who = email();
+    const at = (day: string, categories: Record<string, boolean>) => ({
+      event_type: 'track',
+      event_name: 'Consent',
+      identity: who,
+      timestamp: `${day}T00:00:00Z`,
+      consent: { categories },
+    });
+    const res = await svc.call('POST', '/tenant/ingest/batch', {
+      ...admin(),
+      body: [
+        at('2026-01-01', { analytics: true, ads: false }),
+        at('2026-01-02', { ads: true }),
+        at('2025-12-01', { analytics: false }),
+      ],
+    });
+    expect(res.status, res.text).toBe(202);
+    await waitProcessed(svc.rt.deps.db);
+    const p = await profileOf(who);
+    expect(p.consent.categories).toEqual({
+      analytics: expect.objectContaining({ granted: true, updated_at: '2026-01-01T00:00:00.000Z' }),
+      ads: expect.objectContaining({ granted: true, updated_at: '2026-01-02T00:00:00.000Z' }),
+    });
+    const lineage = (await svc.call('GET', `/tenant/profiles/${p.id}/lineage`, admin())).body.data;
+    const consent = lineage.filter((l: { path: string }) => l.path.startsWith('/consent/'));
+    expect(consent).toHaveLength(3);
+    expect(consent).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: '/consent/analytics', old: null, new: true }),
+        expect.objectContaining({ path: '/consent/ads', old: null, new: false }),
+        expect.objectContaining({ path: '/consent/ads', old: false, new: true }),
+      ]),
+    );
+  });
+
   it('keep the newer choice: an older event does not undo a PUT, a newer one does', async () => {
     const who = email();
     await ingest({ event_type: 'identify', event_name: 'Signed up', identity: who });
@@ -351,6 +387,35 @@ describe('a webhook subscription that names consent categories', () => {
     await ingest(order(witness));
     await waitUntil(() => rx.about(witness).length >= 2, { what: 'the witness’s order delivered' });
     expect(rx.about(who).length).toBe(sent);
+    rx.failing.delete(who);
+    await svc.call('DELETE', `/tenant/webhooks/${hook.id}`, admin());
+  });
+
+  it('has them cancelled by a denial that a later event of the same batch takes back', async () => {
+    const hook = await subscribe({ url: `${url}/batched`, consent_categories: ['ads'] });
+    const who = email();
+    rx.failing.add(who);
+    await ingest({ event_type: 'identify', event_name: 'x', identity: who });
+    await waitUntil(() => rx.about(who).length >= 2, { what: 'two failed attempts about the person' });
+    const res = await svc.call('POST', '/tenant/ingest/batch', {
+      ...admin(),
+      body: [
+        { event_type: 'track', event_name: 'x', identity: who, consent: { categories: { ads: false } } },
+        {
+          event_type: 'track',
+          event_name: 'x',
+          identity: who,
+          timestamp: new Date(Date.now() + 1000).toISOString(),
+          consent: { categories: { ads: true } },
+        },
+      ],
+    });
+    expect(res.status, res.text).toBe(202);
+    await waitProcessed(svc.rt.deps.db);
+    expect((await profileOf(who)).consent.categories.ads.granted).toBe(true);
+    expect(await deliveriesOf(hook.id)).toEqual([
+      expect.objectContaining({ status: 'cancelled', last_error: 'consent withdrawn before it was sent' }),
+    ]);
     rx.failing.delete(who);
     await svc.call('DELETE', `/tenant/webhooks/${hook.id}`, admin());
   });

@@ -1,12 +1,11 @@
 import type { ConsentChoices } from '../modules/ingest';
 import {
   type ConsentView,
-  consentStates,
   createProfileBatch,
   listMergedIds,
   lockInto,
   readConsent,
-  recordConsent,
+  recordConsentWrites,
   resolveProfileId,
   type Source,
   withRetry,
@@ -15,6 +14,7 @@ import {
   type ConsentDefaultOf,
   settleWithdrawal,
   type Withdrawal,
+  type WithdrawalSubject,
   withdrawDeliveries,
 } from '../modules/webhooks';
 import type { Db, Queryable } from '../platform/db';
@@ -41,21 +41,41 @@ export interface ConsentChoiceInput {
   source: Source;
 }
 
-const NOTHING: Withdrawal = { cancelled: 0, inFlight: [] };
-
-/** Records the choices and withdraws what a denial takes back, in the caller's transaction. */
+/**
+ * Records the choices and withdraws what a denial takes back, in the caller's transaction. Several
+ * inputs (the pipeline's batch) are applied in the order given, as one call each would apply them,
+ * in a few statements whatever their number (recordConsentWrites); `defaultGranted` is each
+ * workspace's `consent_default`.
+ */
 export async function applyConsentChoices(
   tx: Queryable,
-  input: ConsentChoiceInput,
-  defaultGranted: boolean,
+  inputs: readonly ConsentChoiceInput[],
+  defaultGranted: (workspaceId: string) => boolean,
 ): Promise<Withdrawal> {
-  const won = await recordConsent(tx, input);
+  const recorded = await recordConsentWrites(tx, inputs);
   // Only a denial can take a delivery back; a grant applies to facts written from now on.
-  if (!won.some((c) => !c.granted)) return NOTHING;
-  const { workspaceId, profileId } = input;
-  const states = (await consentStates(tx, workspaceId, [profileId])).get(profileId) ?? new Map();
-  const ids = [profileId, ...(await listMergedIds(tx, workspaceId, profileId))];
-  return withdrawDeliveries(tx, workspaceId, ids, states, defaultGranted);
+  const denied = new Map<string, Map<string, WithdrawalSubject>>();
+  inputs.forEach((input, k) => {
+    const { won, named } = recorded[k]!;
+    if (!won.some((c) => !c.granted)) return;
+    const subjects = denied.get(input.workspaceId) ?? new Map<string, WithdrawalSubject>();
+    const subject = subjects.get(input.profileId) ?? { profileId: input.profileId, named: [] };
+    subjects.set(input.profileId, { ...subject, named: [...subject.named, named] });
+    denied.set(input.workspaceId, subjects);
+  });
+  const out: Withdrawal = { cancelled: 0, inFlight: [] };
+  for (const [workspaceId, subjects] of denied) {
+    const taken = await withdrawDeliveries(
+      tx,
+      workspaceId,
+      [...subjects.values()],
+      defaultGranted(workspaceId),
+      async (profileId) => [profileId, ...(await listMergedIds(tx, workspaceId, profileId))],
+    );
+    out.cancelled += taken.cancelled;
+    out.inFlight.push(...taken.inFlight);
+  }
+  return out;
 }
 
 export type ConsentAnswer = { profile_id: string } & ConsentView;
@@ -78,10 +98,11 @@ export async function setConsent(
       const profileId = await resolveProfileId(tx, workspaceId, id);
       // The profile's lock, as every writer takes it: no merge or erasure moves it meanwhile.
       await lockInto(tx, createProfileBatch(), [profileId]);
+      const granted = await consentDefault(tx, workspaceId);
       const withdrawal = await applyConsentChoices(
         tx,
-        { workspaceId, profileId, choices, at: new Date(), source: { type: 'api_key', id: apiKeyId } },
-        await consentDefault(tx, workspaceId),
+        [{ workspaceId, profileId, choices, at: new Date(), source: { type: 'api_key', id: apiKeyId } }],
+        () => granted,
       );
       const answer = { profile_id: profileId, ...(await readConsent(tx, workspaceId, profileId)) };
       return { answer, withdrawal };

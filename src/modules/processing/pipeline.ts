@@ -236,22 +236,19 @@ async function writeProfiles(w: BatchWork): Promise<StepResult> {
 }
 
 async function applyConsentStep(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
-  // In seq order, one event at a time: two events of one profile in a batch are two choices.
-  for (const i of live) {
-    if (i.event.consent === null || i.profileId === null) continue;
-    const settings = settingsOf(w, i.workspaceId);
-    await applyConsentChoices(
-      w.tx,
-      {
-        workspaceId: i.workspaceId,
-        profileId: i.profileId,
-        choices: i.event.consent,
-        at: i.at,
-        source: { type: 'event', id: i.eventId },
-      },
-      settings.consent_default === 'granted',
-    );
-  }
+  // In seq order: two events of one profile in a batch are two choices (the workflow applies them
+  // in the order given, all of them in a few statements).
+  const inputs = live
+    .filter((i) => i.event.consent !== null && i.profileId !== null)
+    .map((i) => ({
+      workspaceId: i.workspaceId,
+      profileId: i.profileId!,
+      choices: i.event.consent!,
+      at: i.at,
+      source: { type: 'event' as const, id: i.eventId },
+    }));
+  if (inputs.length === 0) return OK;
+  await applyConsentChoices(w.tx, inputs, (id) => settingsOf(w, id).consent_default === 'granted');
   return OK;
 }
 

@@ -6,7 +6,12 @@
 // Consent per category (docs/profiles.md, "Consent"): the pipeline step, the PUT, merges, webhooks.
 export { type ConsentChange, consentAllows } from './consent';
 export { moveConsent } from './consent.repo';
-export { type ConsentView, consentStates, readConsent, recordConsent } from './consent.service';
+export {
+  type ConsentView,
+  consentStates,
+  readConsent,
+  recordConsentWrites,
+} from './consent.service';
 export { lockProfileFamily, recordErasure } from './erasure';
 // Workspace exports (GET /tenant/exports/profiles, a segment's members): finished lines, and where a profile stands.
 export { exportProfilesPage, findProfileKey, PROFILE_EXPORT_FIELDS } from './export.repo';

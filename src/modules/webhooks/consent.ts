@@ -66,31 +66,68 @@ export interface Withdrawal {
   inFlight: string[];
 }
 
+/** A profile whose consent a transaction denied something of, once or more. */
+export interface WithdrawalSubject {
+  profileId: string;
+  /**
+   * Its states after each write that denied a category, in order: of the categories the
+   * transaction's writes named, null for no recorded choice (its other categories are as they
+   * stand, read here when needed).
+   */
+  named: ReadonlyArray<ReadonlyMap<string, boolean | null>>;
+}
+
 /**
- * After a profile's consent changed (in the caller's transaction, which holds the profile's lock):
- * cancels the pending deliveries of facts about it (`profileIds`: the profile and those merged into
- * it) to every enabled subscription it no longer allows. Takes the fan-out's lock of the workspace
- * first, only when some subscription needs consent.
+ * After profiles' consent changed (in the caller's transaction, which holds their locks): cancels
+ * the pending deliveries of facts about each (the profile and those merged into it, `familyOf`) to
+ * every enabled subscription one of its states no longer allows: each denial takes back what the
+ * state it left refuses, as each would have one at a time. Only when some subscription needs
+ * consent (else one read, and nothing more): then takes the fan-out's lock of the workspace, and
+ * reads the profiles' other categories.
  */
 export async function withdrawDeliveries(
   tx: Queryable,
   workspaceId: string,
-  profileIds: readonly string[],
-  states: ReadonlyMap<string, boolean>,
+  subjects: readonly WithdrawalSubject[],
   defaultGranted: boolean,
+  familyOf: (profileId: string) => Promise<readonly string[]>,
 ): Promise<Withdrawal> {
+  const out: Withdrawal = { cancelled: 0, inFlight: [] };
+  if (subjects.length === 0) return out;
   const gated = (await enabledSubscriptions(tx, workspaceId)).filter((s) => s.consent_categories.length > 0);
-  if (gated.length === 0) return { cancelled: 0, inFlight: [] };
+  if (gated.length === 0) return out;
   // A fan-out under way finishes first (its deliveries are then cancelled here); one that starts
   // after this transaction reads the new choice.
   await lockCursor(tx, workspaceId);
-  const refused = gated.filter((s) => !consentAllows(states, s.consent_categories, defaultGranted));
-  return cancelPendingAbout(
+  // As they stand after the writes: right for the categories they did not name, overlaid for those.
+  const standing = await consentStates(
     tx,
     workspaceId,
-    refused.map((s) => s.id),
-    profileIds,
+    subjects.map((s) => s.profileId),
   );
+  for (const subject of subjects) {
+    const states = subject.named.map((named) => {
+      const st = new Map(standing.get(subject.profileId));
+      for (const [category, granted] of named) {
+        if (granted === null) st.delete(category);
+        else st.set(category, granted);
+      }
+      return st;
+    });
+    const refused = gated.filter((s) =>
+      states.some((st) => !consentAllows(st, s.consent_categories, defaultGranted)),
+    );
+    if (refused.length === 0) continue;
+    const taken = await cancelPendingAbout(
+      tx,
+      workspaceId,
+      refused.map((s) => s.id),
+      await familyOf(subject.profileId),
+    );
+    out.cancelled += taken.cancelled;
+    out.inFlight.push(...taken.inFlight);
+  }
+  return out;
 }
 
 /** How often a withdrawal looks again at the attempts it waits for. */

@@ -61,10 +61,40 @@ describe('the fan-out pump', () => {
     }
   });
 
+  it('reads on the worker lane, so its fan-outs never pass for requests being served', async () => {
+    // PGlite's processing loop shrinks its batches while the foreground lane was used in the last
+    // second; the pump runs after nearly every batch the pipeline commits.
+    const ws = await workspaceWithSubscription();
+    const worker = db.lane('worker');
+    const seenBefore = db.foregroundSeenAt();
+    const stop = await startFanOutPump({
+      ...GRANTED,
+      db,
+      log: createLogger('silent'),
+      onDeliveries: () => {},
+    });
+    try {
+      await worker.transaction((tx) => writeOutbox(tx, ws, 'order.completed', { order_id: 'o3' }));
+      await waitUntil(
+        async () =>
+          (
+            await worker.query<{ n: number }>(
+              'SELECT count(*)::int AS n FROM webhook_deliveries WHERE workspace_id = $1',
+              [ws],
+            )
+          ).rows[0]!.n === 1,
+        { what: 'one delivery row' },
+      );
+      expect(db.foregroundSeenAt()).toBe(seenBefore);
+    } finally {
+      await stop();
+    }
+  });
+
   it('retries a fan-out that failed on a storage outage, and delivers once storage is back', async () => {
     const ws = await workspaceWithSubscription();
     let failures = 2;
-    // The database the pump sees: its transactions fail twice (storage down), then work.
+    // The database the pump sees (on every lane): its transactions fail twice (storage down), then work.
     const flaky: Db = Object.create(db, {
       transaction: {
         value: <T>(fn: Parameters<Db['transaction']>[0]) =>
@@ -72,6 +102,7 @@ describe('the fan-out pump', () => {
             ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))
             : (db.transaction(fn) as Promise<T>),
       },
+      lane: { value: () => flaky },
     });
     const stop = await startFanOutPump({
       ...GRANTED,

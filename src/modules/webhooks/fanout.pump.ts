@@ -24,7 +24,12 @@ export interface FanOutPumpDeps extends FanOutOptions {
  * outage), the scheduled fan-out (every `fanoutEvery`) still reads everything.
  */
 export async function startFanOutPump(deps: FanOutPumpDeps): Promise<() => Promise<void>> {
-  const { db, log } = deps;
+  // The worker lane, as the job runner's own statements: on the foreground lane every commit that
+  // wrote facts (nearly every batch the pipeline applies) counted as a request being served, and
+  // PGlite's processing then cut its batches to ~15 ms (about 20 events instead of 250) while no
+  // request was anywhere (docs/benchmarks.md, "Consent").
+  const db = deps.db.lane('worker');
+  const { log } = deps;
   const running = new Map<string, Promise<void>>();
   const again = new Set<string>();
   const timers = new Set<NodeJS.Timeout>();

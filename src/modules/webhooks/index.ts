@@ -10,6 +10,7 @@ export {
   consentDefaultFrom,
   settleWithdrawal,
   type Withdrawal,
+  type WithdrawalSubject,
   withdrawDeliveries,
 } from './consent';
 export { webhooksPersonalData } from './personal-data';
