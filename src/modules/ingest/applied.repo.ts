@@ -75,16 +75,7 @@ export async function markEventsApplied(q: Queryable, applied: readonly AppliedE
      SELECT s.workspace_id, s.seq, s.profile_id, s.event_name, s.event_type, s.occurred_at, '', 'x', NULL, NULL,
             NULL
        FROM src s WHERE s.seq IN (SELECT seq FROM too_wide)`,
-    [
-      applied.map((a) => a.seq),
-      applied.map((a) => a.profile_id),
-      seqs,
-      paths,
-      kinds,
-      strs,
-      bools,
-      ats,
-    ],
+    [applied.map((a) => a.seq), applied.map((a) => a.profile_id), seqs, paths, kinds, strs, bools, ats],
   );
 }
 

@@ -20,7 +20,17 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const NUMBERS = ['0', '-0', '7', '1.50', '0.1', '-3.25e-7', '1e30', '12345678901234567891', '9007199254740993'];
+const NUMBERS = [
+  '0',
+  '-0',
+  '7',
+  '1.50',
+  '0.1',
+  '-3.25e-7',
+  '1e30',
+  '12345678901234567891',
+  '9007199254740993',
+];
 const emoji = (n: number) => '😀'.repeat(n);
 // Lengths around 500 characters in code points (emoji are two UTF-16 units), under and over the
 // 1600 bytes an index row may take.
@@ -55,15 +65,24 @@ const jsonText: fc.Arbitrary<string> = fc.letrec<{ value: string }>((tie) => ({
 
 /** A payload: an object, sometimes nested deeper than queries address, sometimes with hundreds of rows. */
 const payloadText = fc.oneof(
-  fc.array(fc.tuple(fc.constantFrom(...KEYS), jsonText), { maxLength: 8 }).map(
-    (kvs) => `{${kvs.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`,
-  ),
+  fc
+    .array(fc.tuple(fc.constantFrom(...KEYS), jsonText), { maxLength: 8 })
+    .map((kvs) => `{${kvs.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`),
   fc.integer({ min: 8, max: 14 }).map((d) => `${'{"d":'.repeat(d)}1.50${'}'.repeat(d)}`),
-  fc.integer({ min: 250, max: 262 }).map((n) => JSON.stringify({ tags: Array.from({ length: n }, (_, i) => i) })),
+  fc
+    .integer({ min: 250, max: 262 })
+    .map((n) => JSON.stringify({ tags: Array.from({ length: n }, (_, i) => i) })),
   fc.integer({ min: 120, max: 130 }).map((n) => JSON.stringify({ a: Array.from({ length: n }, () => 'x') })),
 );
 
-type Row = { seq: string; path: string; kind: string; num: string | null; str: string | null; bool: boolean | null };
+type Row = {
+  seq: string;
+  path: string;
+  kind: string;
+  num: string | null;
+  str: string | null;
+  bool: boolean | null;
+};
 const key = (r: Row) => JSON.stringify([r.seq, r.path, r.kind, r.num, r.str, r.bool]);
 const sorted = (rows: Row[]) => rows.map(key).sort();
 

@@ -33,7 +33,13 @@ const MAX_STRING_CHARS = 500;
 const MAX_ROWS = 256;
 
 /** The marker row: the event's tests read its payload. */
-export const MARKER_ROW: PropertyRow = Object.freeze({ path: '', kind: 'x', str: null, bool: null, at: null });
+export const MARKER_ROW: PropertyRow = Object.freeze({
+  path: '',
+  kind: 'x',
+  str: null,
+  bool: null,
+  at: null,
+});
 
 /** Length in code points, as PostgreSQL's char_length counts (a surrogate pair is one). */
 function charLength(s: string): number {
@@ -105,7 +111,8 @@ export function propertyRows(payload: unknown): PropertyRow[] {
         for (let i = 0; i < v.length; i++) {
           const el = v[i];
           const t = typeof el;
-          if (t === 'string' || t === 'number' || t === 'boolean') push(rowOf(`${path}.`, el, `${path}.${i}`));
+          if (t === 'string' || t === 'number' || t === 'boolean')
+            push(rowOf(`${path}.`, el, `${path}.${i}`));
         }
       }
     }
@@ -113,7 +120,12 @@ export function propertyRows(payload: unknown): PropertyRow[] {
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
         const key = String(i);
-        walk(depth === 0 ? key : `${path}.${key}`, depth === 0 ? key.length : pathChars + 1 + key.length, depth + 1, v[i]);
+        walk(
+          depth === 0 ? key : `${path}.${key}`,
+          depth === 0 ? key.length : pathChars + 1 + key.length,
+          depth + 1,
+          v[i],
+        );
       }
       return;
     }
