@@ -100,12 +100,27 @@ export function backendCpuSampler(url: string, pids: readonly number[]) {
   const first = new Map<number, number>();
   const last = new Map<number, number>();
   let started = false;
+  /** Samples of backends running a statement, and of those waiting on a lock, by the lock's kind. */
+  const waits = { active: 0, lock: 0, byKind: new Map<string, number>() };
   const sample = async () => {
-    const { rows } = await client.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE application_name = ANY($1::text[])',
+    const { rows } = await client.query<{
+      pid: number;
+      state: string | null;
+      wtype: string | null;
+      wevent: string | null;
+    }>(
+      `SELECT pid, state, wait_event_type AS wtype, wait_event AS wevent FROM pg_stat_activity
+        WHERE application_name = ANY($1::text[])`,
       [pids.map((p) => `cdp:${p}`)],
     );
-    for (const { pid } of rows) {
+    for (const { pid, state, wtype, wevent } of rows) {
+      if (started && state === 'active') {
+        waits.active++;
+        if (wtype === 'Lock') {
+          waits.lock++;
+          waits.byKind.set(wevent ?? '?', (waits.byKind.get(wevent ?? '?') ?? 0) + 1);
+        }
+      }
       let cpu: number;
       try {
         readFileSync(`/proc/${pid}/stat`);
@@ -124,6 +139,13 @@ export function backendCpuSampler(url: string, pids: readonly number[]) {
       started = true;
     },
     sample,
+    /** Of the samples of a backend running a statement, the share waiting on a lock, by kind. */
+    lockWaits(): string {
+      if (waits.active === 0) return 'no active backend sampled';
+      const pct = (n: number) => `${((100 * n) / waits.active).toFixed(1)}%`;
+      const kinds = [...waits.byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${pct(n)}`);
+      return `${pct(waits.lock)} of ${waits.active} samples of an active backend waited on a lock${kinds.length ? ` (${kinds.join(', ')})` : ''}`;
+    },
     /** Seconds spent since start(); null when no backend could be read (a server elsewhere). */
     async stop(): Promise<number | null> {
       await sample().catch(() => {});

@@ -338,7 +338,8 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     if (backendSeconds !== null) {
       note(
         `${engine}: CPU per event of the service's own database backends ${((backendSeconds * 1e6) / total).toFixed(0)} µs ` +
-          '(pg_stat_activity by application name; the machine-wide figure above also counts other work)',
+          '(pg_stat_activity by application name; the machine-wide figure above also counts other work); ' +
+          `lock waits: ${backends!.lockWaits()}`,
       );
     }
     note(
