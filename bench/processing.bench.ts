@@ -18,6 +18,7 @@ import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { appendEvents, type NewEvent } from '../src/modules/ingest';
 import type { Db } from '../src/platform/db';
+import { backendCpuSampler, readTableWrites, settledTableWrites, writesPerEvent } from './db-work';
 import {
   cpuSecondsOf,
   type EngineName,
@@ -25,6 +26,7 @@ import {
   machineBusySeconds,
   memoryOf,
   note,
+  PG_URL,
   report,
   type Service,
   sleep,
@@ -253,20 +255,26 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
       `${engine} setup: ${total} events over ${customers} customers written in ` +
         `${((performance.now() - genStart) / 1000).toFixed(1)} s`,
     );
+    // The write counters before processing (the appends are the setup's, not processing's).
+    const writes0 = await svc.withDb(readTableWrites);
     await svc.restart();
 
     const samples: number[] = [];
     phase = 'processing';
     const t0 = performance.now();
     const pids = svc.pids();
+    const backends = engine === 'postgres' ? backendCpuSampler(PG_URL, pids) : null;
+    await backends?.start();
     const cpu0 = { service: cpuOf(pids), machine: machineBusySeconds() };
     while (done < total) {
       await sleep(250);
       samples.push(memoryOf(svc.pid).rssMb);
+      await backends?.sample();
       if (performance.now() - t0 > 30 * 60_000)
         throw new Error(`only ${done} of ${total} events after 30 min`);
     }
     const cpu = cpuPerEvent(cpu0, pids, total, (performance.now() - t0) / 1000);
+    const backendSeconds = (await backends?.stop()) ?? null;
     const mem = memoryOf(svc.pid);
     const workerPeaks = pids.slice(1).map((pid) => memoryOf(pid).hwmMb);
     clearInterval(peakSampler);
@@ -274,6 +282,7 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     const first = windowOf(batches, 0, Math.min(WINDOW, total))!;
     const last = windowOf(batches, Math.max(0, total - WINDOW), total)!;
     if (engine === 'pglite') await svc.halt();
+    const writes = writesPerEvent(writes0, await svc.withDb(settledTableWrites), total);
     const facts = await svc.withDb(
       async (db) =>
         (
@@ -325,6 +334,17 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
         (engine === 'postgres' ? `, ${cpu.restUs.toFixed(0)} µs elsewhere (the database, the bench)` : '') +
         `; cores busy ${(cpu.busy * 100).toFixed(0)}% of the run; at full use of ${cpu.cores} cores ` +
         `this work per event allows ${cpu.boundRate.toFixed(0)} events/s`,
+    );
+    if (backendSeconds !== null) {
+      note(
+        `${engine}: CPU per event of the service's own database backends ${((backendSeconds * 1e6) / total).toFixed(0)} µs ` +
+          '(pg_stat_activity by application name; the machine-wide figure above also counts other work); ' +
+          `lock waits: ${backends!.lockWaits()}`,
+      );
+    }
+    note(
+      `${engine}: written per event ${writes.rows.toFixed(2)} rows and ${writes.entries.toFixed(2)} index entries ` +
+        `(pg_stat_user_tables): ${writes.byTable}`,
     );
     report({
       name: `processing peak RSS (${engine})`,

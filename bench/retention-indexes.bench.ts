@@ -12,7 +12,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { loadConfig } from '../src/config';
-import { markEventsApplied } from '../src/modules/ingest/applied.repo';
+import { type AppliedEvent, markEventsApplied } from '../src/modules/ingest/applied.repo';
 import { insertEvents, type NewEventRow } from '../src/modules/ingest/ingest.repo';
 import { writeOutboxMany } from '../src/modules/outbox';
 import { insertLineage, type LineageWrite } from '../src/modules/profiles/lineage.repo';
@@ -72,15 +72,19 @@ function paths(db: Db, ws: string): Record<string, WritePath> {
       create: 'CREATE INDEX event_properties_seq_idx ON event_properties (seq)',
       prepare: async () => {
         await insertEvents(db, eventRows());
-        const { rows } = await db.query<{ seq: string }>(
-          `SELECT seq FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_profiles p WHERE p.seq = e.seq)
+        const { rows } = await db.query<{ seq: string; payload: unknown }>(
+          `SELECT seq, payload FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_profiles p WHERE p.seq = e.seq)
             ORDER BY seq LIMIT $1`,
           [N],
         );
-        return rows.map((r, i) => ({ seq: Number(r.seq), profile_id: profiles[i % profiles.length]! }));
+        return rows.map((r, i) => ({
+          seq: Number(r.seq),
+          profile_id: profiles[i % profiles.length]!,
+          payload: r.payload,
+        }));
       },
       run: async (applied) => {
-        await markEventsApplied(db, applied as Array<{ seq: number; profile_id: string }>);
+        await markEventsApplied(db, applied as AppliedEvent[]);
       },
     },
     profile_lineage: {

@@ -1,5 +1,6 @@
 import type { Queryable } from '../../platform/db';
 import { eventsBySeq } from './event-record';
+import { propertyRows } from './property-rows';
 
 /**
  * The event log's side of processing: the worker records where each event was applied, and drops
@@ -9,19 +10,38 @@ import { eventsBySeq } from './event-record';
  * only through the module's index.
  */
 
-/** An event applied to a profile. */
+/** An event applied to a profile, with the payload it was read with (its property rows are walked from it). */
 export interface AppliedEvent {
   seq: number;
   profile_id: string;
+  payload: unknown;
 }
 
 /**
  * Records the (surviving) profile each event was applied to, and the event's properties as typed
  * rows (migrations/0029_event_properties.sql), which segment `where` tests read instead of the
- * payload.
+ * payload. The rows are walked here (property-rows.ts); the statement reads each number's exact
+ * value from the stored payload and gives an event with a row too wide for an index its marker
+ * alone, exactly as the SQL function `event_property_rows` would.
  */
 export async function markEventsApplied(q: Queryable, applied: readonly AppliedEvent[]): Promise<void> {
   if (applied.length === 0) return;
+  const seqs: number[] = [];
+  const paths: string[] = [];
+  const kinds: string[] = [];
+  const strs: Array<string | null> = [];
+  const bools: Array<boolean | null> = [];
+  const ats: Array<string | null> = [];
+  for (const a of applied) {
+    for (const r of propertyRows(a.payload)) {
+      seqs.push(a.seq);
+      paths.push(r.path);
+      kinds.push(r.kind);
+      strs.push(r.str);
+      bools.push(r.bool);
+      ats.push(r.at);
+    }
+  }
   // The log's columns are copied inside the database, not sent back: a timestamp read into a JS Date
   // loses its microseconds, and the copy must equal the log. One primary-key probe per event (the
   // claim just read those pages), never a hash of the whole log; both tables are written from it.
@@ -32,13 +52,30 @@ export async function markEventsApplied(q: Queryable, applied: readonly AppliedE
          ${eventsBySeq('u.seq', 'e')}),
      applied AS (
        INSERT INTO event_profiles (seq, workspace_id, profile_id, occurred_at, event_type, event_name)
-       SELECT seq, workspace_id, profile_id, occurred_at, event_type, event_name FROM src)
+       SELECT seq, workspace_id, profile_id, occurred_at, event_type, event_name FROM src),
+     typed AS MATERIALIZED (
+       SELECT s.seq, r.path, r.kind,
+              CASE WHEN r.kind = 'n' THEN (s.payload #>> string_to_array(r.at, '.'))::numeric END AS num,
+              r.str, r.bool
+         FROM unnest($3::bigint[], $4::text[], $5::"char"[], $6::text[], $7::boolean[], $8::text[])
+              AS r(seq, path, kind, str, bool, at)
+         JOIN src s ON s.seq = r.seq),
+     -- An index entry holds at most about 2.7 kB; with an event name of up to 200 characters, a row
+     -- whose path and value take more than 1600 bytes could not be indexed: its event gets the marker.
+     too_wide AS (
+       SELECT DISTINCT seq FROM typed
+        WHERE octet_length(path) + COALESCE(octet_length(str), 0) + COALESCE(octet_length(num::text), 0) > 1600)
      INSERT INTO event_properties (workspace_id, seq, profile_id, event_name, event_type, occurred_at, path,
                                    kind, num, str, bool)
-     SELECT s.workspace_id, s.seq, s.profile_id, s.event_name, s.event_type, s.occurred_at, r.path, r.kind,
-            r.num, r.str, r.bool
-       FROM src s CROSS JOIN LATERAL event_property_rows(s.payload) r`,
-    [applied.map((a) => a.seq), applied.map((a) => a.profile_id)],
+     SELECT s.workspace_id, s.seq, s.profile_id, s.event_name, s.event_type, s.occurred_at, t.path, t.kind,
+            t.num, t.str, t.bool
+       FROM typed t JOIN src s ON s.seq = t.seq
+      WHERE t.seq NOT IN (SELECT seq FROM too_wide)
+     UNION ALL
+     SELECT s.workspace_id, s.seq, s.profile_id, s.event_name, s.event_type, s.occurred_at, '', 'x', NULL, NULL,
+            NULL
+       FROM src s WHERE s.seq IN (SELECT seq FROM too_wide)`,
+    [applied.map((a) => a.seq), applied.map((a) => a.profile_id), seqs, paths, kinds, strs, bools, ats],
   );
 }
 

@@ -82,7 +82,7 @@ export async function markProcessed(w: BatchWork): Promise<void> {
       if (!s.keepProfile) i.profileId = null;
     }
     // Processed either way (it left the backlog in the claim); recorded where it was applied.
-    if (i.profileId !== null) applied.push({ seq: i.seq, profile_id: i.profileId });
+    if (i.profileId !== null) applied.push({ seq: i.seq, profile_id: i.profileId, payload: i.payload });
   }
   await repo.insertDeadLetters(w.tx, deadLetters);
   await repo.returnToBacklog(w.tx, deferred);

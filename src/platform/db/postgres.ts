@@ -77,6 +77,9 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   const queryTimeoutMs = opts.queryTimeoutMs ?? POSTGRES_QUERY_TIMEOUT_MS;
   const clientConfig = {
     connectionString: opts.url,
+    // Which process a backend serves, in pg_stat_activity: an operator finds a worker's lock waits
+    // by it, and the processing benchmark the CPU of the service's backends (docs/operations.md).
+    application_name: `cdp:${process.pid}`,
     options: connOptions,
     connectionTimeoutMillis: connectTimeoutMs,
     keepAlive: true,
