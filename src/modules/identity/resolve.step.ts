@@ -42,6 +42,10 @@ export interface ProfilesPort {
   loadTraits(tx: Queryable, ids: readonly string[]): Promise<void>;
   mergedCounts(tx: Queryable, ids: readonly string[]): Promise<ReadonlyMap<string, number>>;
   create(workspaceId: string, at: Date, eventId: string): string;
+  /**
+   * This event merges the secondary into the primary. The pipeline combines their traits later, in
+   * the traits step, between the trait writes of the events before and after it (arrival order).
+   */
   merge(primaryId: string, secondaryId: string, eventId: string, at: Date): void;
 }
 

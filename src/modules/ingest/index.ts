@@ -65,6 +65,7 @@ export {
   type OrderStatus,
   productsOf,
   readOrder,
+  readOrderId,
   readOrderPayload,
   withOrderDefaults,
 } from './order-payload';

@@ -112,6 +112,12 @@ function readItem(v: unknown): OrderItem | null {
   };
 }
 
+/**
+ * The order id a payload's `order_id` stands for, as the order is stored under it; null when it is
+ * not usable. The order guard reads the waiting events' ids with it too (given as text by the backlog).
+ */
+export const readOrderId = (v: unknown): string | null => readId(v);
+
 export function readOrderPayload(payload: unknown): NormalizedOrder | null {
   const read = readOrder(payload);
   return 'order' in read ? read.order : null;
@@ -123,7 +129,7 @@ export function readOrder(payload: unknown): { order: NormalizedOrder } | { prob
     return { problem: 'payload is not an object' };
   }
   const p = withOrderDefaults(payload as Record<string, unknown>);
-  const orderId = readId(p.order_id);
+  const orderId = readOrderId(p.order_id);
   if (orderId === null) return { problem: `order_id must be a string of 1 to ${MAX_TEXT} characters` };
   const total = readAmount(p.total);
   if (total === null) return { problem: `total must be a number from 0 to ${MAX_AMOUNT}` };

@@ -56,15 +56,23 @@ describe('the event backlog', () => {
     expect(await countBacklog(db())).toBe(0);
   });
 
-  it('carries the workspace and identifiers of each waiting event, which the order guard reads', async () => {
+  it('carries the workspace, identifiers and order id of each waiting event, which the order guard reads', async () => {
     await drain();
     const anon = crypto.randomUUID();
     await insertTestEvents(db(), svc.ws.id, [
       { anonymous_id: anon, identity: 'guard@example.com', event_type: 'identify', event_name: 'identify' },
+      {
+        anonymous_id: anon,
+        event_type: 'order',
+        event_name: 'Order',
+        payload: { order_id: 'G-1', total: 1 },
+      },
     ]);
     const pending = await findPendingBefore(db(), Number.MAX_SAFE_INTEGER, [], 10);
+    const waiting = { seq: expect.anything(), workspace_id: svc.ws.id, anonymous_id: anon };
     expect(pending).toEqual([
-      { seq: expect.anything(), workspace_id: svc.ws.id, anonymous_id: anon, identity: 'guard@example.com' },
+      { ...waiting, identity: 'guard@example.com', order_id: null },
+      { ...waiting, identity: null, order_id: 'G-1' },
     ]);
     await drain();
     expect(await findPendingBefore(db(), Number.MAX_SAFE_INTEGER, [], 10)).toEqual([]);
@@ -182,6 +190,51 @@ describe('the event backlog', () => {
       await release();
       await drain();
       expect(await countBacklog(db())).toBe(0);
+    },
+  );
+
+  heldBySecondConnection.it(
+    'defers an order’s later event while its first is held, though no identifier or profile links them',
+    async () => {
+      await drain();
+      const order = (status: string, product: string) => ({
+        order_id: ` ${crypto.randomUUID()} `,
+        total: 5,
+        status,
+        items: [{ product_id: product, price: 5, quantity: 1 }],
+      });
+      const first = order('completed', 'FIRST');
+      // The same order id, spelled with other spaces: the order is stored under the trimmed id.
+      const later = { ...order('refunded', 'SECOND'), order_id: first.order_id.trim() };
+      const [firstId] = await insertTestEvents(db(), svc.ws.id, [
+        {
+          anonymous_id: crypto.randomUUID(),
+          event_type: 'order',
+          event_name: 'Order Completed',
+          payload: first,
+        },
+        {
+          anonymous_id: crypto.randomUUID(),
+          event_type: 'order',
+          event_name: 'Order Refunded',
+          payload: later,
+        },
+      ]);
+      const release = await holdEvent(firstId!);
+      expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
+      // Back on the backlog with its order id, so it holds back the order's events after it in turn.
+      expect((await findPendingBefore(db(), Number.MAX_SAFE_INTEGER, [], 10)).map((p) => p.order_id)).toEqual(
+        [first.order_id, later.order_id],
+      );
+      await release();
+      await drain();
+      const { rows } = await db().query<{ items: Array<{ product_id: string }>; status: string }>(
+        'SELECT items, status FROM orders WHERE workspace_id = $1 AND order_id = $2',
+        [svc.ws.id, later.order_id],
+      );
+      expect(rows.map((r) => [r.items.map((i) => i.product_id), r.status])).toEqual([
+        [['FIRST'], 'refunded'],
+      ]);
     },
   );
 });

@@ -2,12 +2,13 @@
  * Per-person ordering across concurrent workers, pure. A worker holding a batch may apply an event
  * only if no older event of the same person is still waiting elsewhere (held by another worker, or
  * released by one). "Same person" is approximated by tokens: the event's identifiers and the profiles
- * that currently own them. An event that must wait makes every later event of this batch sharing one
+ * that currently own them; an order event also carries its order, so one order's events keep their
+ * order whichever devices sent them. An event that must wait makes every later event of this batch sharing one
  * of its tokens wait too, so a person's events are never reordered.
  */
 export interface Sequenced {
   seq: number;
-  /** Identifier keys and owning profile ids of the event. */
+  /** Identifier keys and owning profile ids of the event (and its order, for an order event). */
   tokens: readonly string[];
 }
 

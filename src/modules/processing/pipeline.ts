@@ -40,7 +40,8 @@ import { guardOrder, markProcessed } from './processing.steps';
  *   classify            identity     identifiers from raw values; junk values and merge cap per workspace
  *   guard order         processing   an older event of the same person held elsewhere: deferred
  *   resolve identities  identity     lock owners, suppression, the resolver's decision per event
- *   apply traits        profiles     identify traits, newer wins, lineage; too big: dead letter
+ *   apply traits        profiles     each event's merges, then its identify traits, in arrival order;
+ *                                    newer wins, lineage; too big: dead letter
  *   write profiles      workflows    the two units of work and every effect of their merges (events,
  *                                    orders and spend follow the survivor, rescoring and segment
  *                                    marks), then their profile.created / profile.merged facts:
@@ -83,6 +84,8 @@ export interface WorkItem {
   anonymous: ReturnType<typeof classifyAnonymousId>;
   email: string | null;
   profileId: string | null;
+  /** The merges this event caused, decided by resolution, carried out by the traits step in order. */
+  merges?: Array<{ primary: string; secondary: string }>;
   /** The workspace's merge cap (settings), set by classify. */
   mergeCap?: number;
 }
@@ -206,6 +209,7 @@ async function classify(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
 
 /** The identity step's view of the profiles module: its unit of work and its lock. */
 function profilesPort(w: BatchWork): ProfilesPort {
+  const byEventId = new Map(w.items.map((i) => [i.eventId, i]));
   return {
     async lock(tx, ids) {
       const { rows, complete } = await lockProfileHeads(tx, [...new Set(ids)]);
@@ -218,11 +222,14 @@ function profilesPort(w: BatchWork): ProfilesPort {
     loadTraits: (tx, ids) => w.profiles.loadTraits(tx, ids),
     mergedCounts: countMergedInto,
     create: (ws, at, eventId) => w.profiles.createProfile(ws, at, { type: 'event', id: eventId }).id,
-    merge(primaryId, secondaryId, eventId, at) {
+    merge(primaryId, secondaryId, eventId) {
+      // The graph moved already (later events resolve against it); the profiles' traits combine in
+      // the traits step, between the trait writes of the events before and after this one: merging
+      // them here would put a later event's merge before an earlier event's appends.
+      const item = byEventId.get(eventId)!;
+      item.merges = [...(item.merges ?? []), { primary: primaryId, secondary: secondaryId }];
       const source = { type: 'event' as const, id: eventId };
-      const primary = w.profiles.survivor(primaryId)!;
-      w.profiles.merge(primary, w.profiles.survivor(secondaryId)!, source, at);
-      w.profiles.mergedFact(primary.workspaceId, primary.id, [secondaryId], source);
+      w.profiles.mergedFact(w.profiles.survivor(primaryId)!.workspaceId, primaryId, [secondaryId], source);
     },
   };
 }

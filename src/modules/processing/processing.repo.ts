@@ -67,12 +67,14 @@ export interface PendingEvent {
   workspace_id: string;
   anonymous_id: string | null;
   identity: string | null;
+  /** The payload's `order_id` as text, for an order event (migrations/0043); else null. */
+  order_id: string | null;
 }
 
 /**
  * Waiting events older than `beforeSeq` that are not in this batch: held by another worker right
- * now (or just released by one). An event of this batch sharing an identifier or a profile with one
- * of them must wait, so that one profile's events are applied in order.
+ * now (or just released by one). An event of this batch sharing an identifier, a profile or an order
+ * with one of them must wait, so that one profile's (and one order's) events are applied in order.
  */
 export async function findPendingBefore(
   q: Queryable,
@@ -80,9 +82,10 @@ export async function findPendingBefore(
   mine: readonly number[],
   limit: number,
 ): Promise<PendingEvent[]> {
-  // The backlog row carries the identifiers (migrations/0009): no probe of the event log.
+  // The backlog row carries the identifiers (migrations/0009) and the order id (0043): no probe of
+  // the event log.
   const { rows } = await q.query<PendingEvent>(
-    `SELECT seq, workspace_id, anonymous_id, identity FROM event_backlog
+    `SELECT seq, workspace_id, anonymous_id, identity, order_id FROM event_backlog
       WHERE seq < $1 AND seq <> ALL($2::bigint[]) ORDER BY seq LIMIT $3`,
     [beforeSeq, mine, limit],
   );
@@ -95,12 +98,16 @@ export async function removeFromBacklog(q: Queryable, seqs: readonly number[]): 
   await q.query('DELETE FROM event_backlog WHERE seq = ANY($1::bigint[])', [seqs]);
 }
 
+/** An event's backlog row, from its log row: as the trigger of migrations/0043 writes it. */
+const BACKLOG_COLUMNS = `seq, workspace_id, anonymous_id, identity,
+  CASE WHEN event_type = 'order' THEN payload->>'order_id' END`;
+
 /** Puts claimed events back on the backlog (deferred by the order guard), in this transaction. */
 export async function returnToBacklog(q: Queryable, seqs: readonly number[]): Promise<void> {
   if (seqs.length === 0) return;
   await q.query(
-    `INSERT INTO event_backlog (seq, workspace_id, anonymous_id, identity)
-     SELECT seq, workspace_id, anonymous_id, identity FROM events WHERE seq = ANY($1::bigint[])`,
+    `INSERT INTO event_backlog (seq, workspace_id, anonymous_id, identity, order_id)
+     SELECT ${BACKLOG_COLUMNS} FROM events WHERE seq = ANY($1::bigint[])`,
     [seqs],
   );
 }
@@ -108,8 +115,8 @@ export async function returnToBacklog(q: Queryable, seqs: readonly number[]): Pr
 /** Puts an event back on the backlog (a re-queued dead letter). */
 export async function addToBacklog(q: Queryable, seq: number): Promise<void> {
   await q.query(
-    `INSERT INTO event_backlog (seq, workspace_id, anonymous_id, identity)
-     SELECT seq, workspace_id, anonymous_id, identity FROM events WHERE seq = $1
+    `INSERT INTO event_backlog (seq, workspace_id, anonymous_id, identity, order_id)
+     SELECT ${BACKLOG_COLUMNS} FROM events WHERE seq = $1
      ON CONFLICT DO NOTHING`,
     [seq],
   );

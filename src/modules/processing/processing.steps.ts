@@ -8,7 +8,7 @@ import {
   junkSetFromSettings,
   orderingTokens,
 } from '../identity';
-import { type AppliedEvent, deleteEventsBySeq, markEventsApplied } from '../ingest';
+import { type AppliedEvent, deleteEventsBySeq, markEventsApplied, readOrderId } from '../ingest';
 import { loadSettings, settingsOf } from './batch-settings';
 import { partitionByOrder } from './ordering';
 import type { BatchWork, WorkItem } from './pipeline';
@@ -16,7 +16,12 @@ import * as repo from './processing.repo';
 
 /** The processing module's own steps: the order guard and the processed marks. */
 
-/** Per-person order across workers (ordering.ts): tokens are identifiers and their owning profiles. */
+/**
+ * Per-person and per-order order across workers (ordering.ts): tokens are identifiers, their owning
+ * profiles and, for an order event, its order. Two devices nobody linked are two people to the
+ * guard, yet an order's first event must be applied before its next (docs/commerce.md: the first
+ * creates the order for good), so the order id is a token of its own.
+ */
 export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
   const maxSeq = live[live.length - 1]!.seq;
   const waiting = await repo.findPendingBefore(
@@ -36,6 +41,7 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
       seq: p.seq,
       workspaceId: p.workspace_id,
       ids: [classifyIdentity(p.identity, junk), classifyAnonymousId(p.anonymous_id, junk)],
+      order: orderTokens(p.workspace_id, p.order_id),
     };
   });
   // The batch's own identifiers first: resolution needs their owners anyway. Of the identifiers
@@ -50,9 +56,15 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
   const { deferred } = partitionByOrder(
     live.map((i) => ({
       seq: i.seq,
-      tokens: orderingTokens(w.graph, i.workspaceId, [i.identity, i.anonymous]),
+      tokens: [
+        ...orderingTokens(w.graph, i.workspaceId, [i.identity, i.anonymous]),
+        ...(i.eventType === 'order' ? orderTokens(i.workspaceId, i.payload.order_id) : []),
+      ],
     })),
-    pending.map((p) => ({ seq: p.seq, tokens: orderingTokens(w.graph, p.workspaceId, p.ids) })),
+    pending.map((p) => ({
+      seq: p.seq,
+      tokens: [...orderingTokens(w.graph, p.workspaceId, p.ids), ...p.order],
+    })),
   );
   return settled(deferred.map((d) => [d.seq, { kind: 'deferred' }]));
 }
@@ -88,6 +100,12 @@ export async function markProcessed(w: BatchWork): Promise<void> {
   await repo.returnToBacklog(w.tx, deferred);
   await markEventsApplied(w.tx, applied);
   await deleteEventsBySeq(w.tx, dropped);
+}
+
+/** An order event's token: its order, read as the orders step reads it (the backlog gives it as text). */
+function orderTokens(workspaceId: string, orderId: unknown): string[] {
+  const id = readOrderId(orderId);
+  return id === null ? [] : [`order:${workspaceId}:${id}`];
 }
 
 type NodeKeyOf = { workspace_id: string; type: IdentifierType; value: string };
