@@ -52,6 +52,13 @@ export const STATISTICS_CHECK_MS = 5_000;
  */
 export const STATISTICS_PASS_BUDGET_MS = 1_000;
 
+/**
+ * The file sizes (a stat of each table's file, most of a check's cost on PGlite: about 2 ms of its
+ * 3 for the 41 tables, docs/decisions.md) are read at the first check of a process and every
+ * SIZES_EVERY-th after it: they only matter once the counters were lost, which happens at a start.
+ */
+export const SIZES_EVERY = 12;
+
 /** An ANALYZE may read far more than a request's statement, so it has its own bound on PostgreSQL. */
 const ANALYZE_TIMEOUT_MS = 60_000;
 
@@ -61,7 +68,7 @@ export interface TableActivity {
   reltuples: number;
   /** Pages at the last ANALYZE (or VACUUM). */
   relpages: number;
-  /** Pages of the table's file now. */
+  /** Pages of the table's file now (`relpages` when sizes were not read). */
   pages: number;
   /** Rows inserted, updated or deleted since the last ANALYZE, as the statistics counters know. */
   changed: number;
@@ -78,15 +85,19 @@ export interface StatisticsExemption {
  * counters stay at zero, so they need a rule of their own (the schema test refuses one until then).
  */
 const ACTIVITY = `SELECT c.relname AS table, c.reltuples::float8 AS reltuples, c.relpages AS relpages,
-         (pg_relation_size(c.oid) / current_setting('block_size')::int)::int AS pages,
+         CASE WHEN $2::bool THEN (pg_relation_size(c.oid) / current_setting('block_size')::int)::int
+              ELSE c.relpages END AS pages,
          pg_stat_get_mod_since_analyze(c.oid)::int8 AS changed
     FROM pg_class c
    WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
      AND ($1::text IS NULL OR c.relname = $1)
    ORDER BY c.relname`;
 
-export async function readTableActivity(q: Queryable, table: string | null = null): Promise<TableActivity[]> {
-  const { rows } = await q.query<TableActivity>(ACTIVITY, [table]);
+export async function readTableActivity(
+  q: Queryable,
+  opts: { table?: string; sizes?: boolean } = {},
+): Promise<TableActivity[]> {
+  const { rows } = await q.query<TableActivity>(ACTIVITY, [opts.table ?? null, opts.sizes ?? true]);
   return rows.map((r) => ({
     table: r.table,
     reltuples: Number(r.reltuples),
@@ -144,7 +155,7 @@ export async function analyzeTable(
       );
       if (!rows[0]?.locked) return false;
       // Read after the lock: an ANALYZE another process committed before it took it shows here.
-      const [now] = await readTableActivity(tx, table);
+      const [now] = await readTableActivity(tx, { table });
       if (!now || overdue(now) < 1) return false;
     }
     await tx.query(`SELECT set_config('default_statistics_target', '${STATISTICS_TARGET}', true)`);
@@ -179,9 +190,9 @@ export interface StatisticsPass {
  */
 export async function refreshStatistics(
   db: Db,
-  opts: { exempt?: readonly StatisticsExemption[]; budgetMs?: number } = {},
+  opts: { exempt?: readonly StatisticsExemption[]; budgetMs?: number; sizes?: boolean } = {},
 ): Promise<StatisticsPass> {
-  const due = tablesDue(await readTableActivity(db), opts.exempt);
+  const due = tablesDue(await readTableActivity(db, { sizes: opts.sizes ?? true }), opts.exempt);
   const budget = opts.budgetMs ?? STATISTICS_PASS_BUDGET_MS;
   const analyzed: Record<string, number> = {};
   const t0 = performance.now();
@@ -219,9 +230,11 @@ export function startStatisticsUpkeep(
   let timer: NodeJS.Timeout | null = null;
   /** The check in progress (or the last one): checks never overlap. */
   let last: Promise<unknown> = Promise.resolve();
+  let checks = 0;
 
   const check = (): Promise<StatisticsPass> => {
-    const next = last.then(() => refreshStatistics(db, passOpts));
+    const sizes = checks++ % SIZES_EVERY === 0;
+    const next = last.then(() => refreshStatistics(db, { ...passOpts, sizes }));
     last = next.catch(() => {});
     return next;
   };
