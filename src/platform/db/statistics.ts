@@ -47,8 +47,19 @@ export const ANALYZE_THRESHOLD = { rows: 50, fraction: 0.1, pages: 8 } as const;
 export const STATISTICS_CHECK_MS = 5_000;
 
 /**
+ * A table already analyzed is analyzed again at most this long after its last ANALYZE, however
+ * fast it grows: autovacuum visits a database once a minute (autovacuum_naptime), so no table of a
+ * server is analyzed more often either. The planner scales the row count of the last ANALYZE by the
+ * table's size now, so statistics a minute old still plan a table that doubled meanwhile; an ANALYZE
+ * per tenth of growth of every table cost PGlite 4% of a 200,000-event drain (docs/decisions.md).
+ * A table never analyzed (or whose time a restart lost) is analyzed at the next check.
+ */
+export const REANALYZE_AFTER_MS = 60_000;
+
+/**
  * The ANALYZE time one check may spend before it leaves the rest for the next one (a table already
- * started finishes, and the most overdue one is always analyzed). With the sample above one ANALYZE takes milliseconds to tens of milliseconds.
+ * started finishes, and the most overdue one is always analyzed): the time the connection is held,
+not the wait for it. With the sample above, an ANALYZE takes milliseconds to a few hundred.
  */
 export const STATISTICS_PASS_BUDGET_MS = 1_000;
 
@@ -72,6 +83,8 @@ export interface TableActivity {
   pages: number;
   /** Rows inserted, updated or deleted since the last ANALYZE, as the statistics counters know. */
   changed: number;
+  /** Milliseconds since the last ANALYZE the statistics counters know of (null: none, or lost). */
+  analyzedAgoMs: number | null;
 }
 
 export interface StatisticsExemption {
@@ -87,7 +100,9 @@ export interface StatisticsExemption {
 const ACTIVITY = `SELECT c.relname AS table, c.reltuples::float8 AS reltuples, c.relpages AS relpages,
          CASE WHEN $2::bool THEN (pg_relation_size(c.oid) / current_setting('block_size')::int)::int
               ELSE c.relpages END AS pages,
-         pg_stat_get_mod_since_analyze(c.oid)::int8 AS changed
+         pg_stat_get_mod_since_analyze(c.oid)::int8 AS changed,
+         (extract(epoch FROM clock_timestamp() - greatest(pg_stat_get_last_analyze_time(c.oid),
+            pg_stat_get_last_autoanalyze_time(c.oid))) * 1000)::float8 AS "analyzedAgoMs"
     FROM pg_class c
    WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
      AND ($1::text IS NULL OR c.relname = $1)
@@ -104,6 +119,7 @@ export async function readTableActivity(
     relpages: Number(r.relpages),
     pages: Number(r.pages),
     changed: Number(r.changed),
+    analyzedAgoMs: r.analyzedAgoMs === null ? null : Number(r.analyzedAgoMs),
   }));
 }
 
@@ -119,14 +135,15 @@ export function overdue(t: TableActivity): number {
   return Math.max(byChanges, byGrowth, 0);
 }
 
-/** The tables due, most overdue first. */
+/** The tables due, most overdue first: past their threshold, and not analyzed in the last minute. */
 export function tablesDue(
   activity: readonly TableActivity[],
-  exempt: readonly StatisticsExemption[] = [],
+  opts: { exempt?: readonly StatisticsExemption[]; reanalyzeAfterMs?: number } = {},
 ): TableActivity[] {
-  const skip = new Set(exempt.map((e) => e.table));
+  const skip = new Set((opts.exempt ?? []).map((e) => e.table));
+  const after = opts.reanalyzeAfterMs ?? REANALYZE_AFTER_MS;
   return activity
-    .filter((t) => !skip.has(t.table) && overdue(t) >= 1)
+    .filter((t) => !skip.has(t.table) && overdue(t) >= 1 && (t.analyzedAgoMs ?? after) >= after)
     .sort((a, b) => overdue(b) - overdue(a) || a.table.localeCompare(b.table));
 }
 
@@ -134,51 +151,57 @@ const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /**
  * Analyzes one table in a short transaction of its own, so other statements interleave between
- * tables. `ifStillDue`: only if no other process analyzed it meanwhile and none is analyzing it now
- * (an advisory lock per schema and table; the loser answers false at once instead of waiting).
- * Table names come from the catalog or from code, never from input; they are quoted all the same.
+ * tables, and answers the milliseconds that transaction held its connection (not the wait for it).
+ * `ifStillDue`: only if no other process analyzed it meanwhile and none is analyzing it now (an
+ * advisory lock per schema and table; the loser answers null at once instead of waiting). Table
+ * names come from the catalog or from code, never from input; they are quoted all the same.
  */
 export async function analyzeTable(
   db: Db,
   table: string,
   opts: { ifStillDue?: boolean } = {},
-): Promise<boolean> {
+): Promise<number | null> {
   // A backend's counts reach the shared statistics at most once a second: flushed now, the writes
   // made just before this ANALYZE are not counted as changes after it (on PGlite, whose one backend
   // makes every write, they were, and the table was due again at once).
   await db.query('SELECT pg_stat_force_next_flush()');
   return db.transaction(async (tx) => {
+    const t0 = performance.now();
     if (opts.ifStillDue) {
       const { rows } = await tx.query<{ locked: boolean }>(
         `SELECT pg_try_advisory_xact_lock(hashtextextended('cdp.statistics:' || current_schema() || '.' || $1, 0)) AS locked`,
         [table],
       );
-      if (!rows[0]?.locked) return false;
+      if (!rows[0]?.locked) return null;
       // Read after the lock: an ANALYZE another process committed before it took it shows here.
       const [now] = await readTableActivity(tx, { table });
-      if (!now || overdue(now) < 1) return false;
+      if (!now || overdue(now) < 1) return null;
     }
     await tx.query(`SELECT set_config('default_statistics_target', '${STATISTICS_TARGET}', true)`);
     await tx.query(`ANALYZE ${quoteIdent(table)}`, [], { timeoutMs: ANALYZE_TIMEOUT_MS });
-    return true;
+    return performance.now() - t0;
   });
 }
 
 /** Refreshes the statistics of these tables unconditionally, one short transaction each (tests, benches). */
 export async function analyzeTables(db: Db, tables: readonly string[]): Promise<number[]> {
   const ms: number[] = [];
-  for (const t of tables) {
-    const t0 = performance.now();
-    await analyzeTable(db, t);
-    ms.push(performance.now() - t0);
-  }
+  for (const t of tables) ms.push((await analyzeTable(db, t)) ?? 0);
   return ms;
+}
+
+export interface StatisticsOptions {
+  exempt?: readonly StatisticsExemption[];
+  /** REANALYZE_AFTER_MS unless set (tests). */
+  reanalyzeAfterMs?: number;
+  /** STATISTICS_PASS_BUDGET_MS unless set. */
+  budgetMs?: number;
 }
 
 export interface StatisticsPass {
   /** Tables found due. */
   due: number;
-  /** The tables analyzed by this pass, with the milliseconds each took. */
+  /** The tables analyzed by this pass, with the milliseconds each held the connection. */
   analyzed: Record<string, number>;
   /** The pass spent its budget before every due table was analyzed: the next one goes on. */
   budgetSpent: boolean;
@@ -190,16 +213,19 @@ export interface StatisticsPass {
  */
 export async function refreshStatistics(
   db: Db,
-  opts: { exempt?: readonly StatisticsExemption[]; budgetMs?: number; sizes?: boolean } = {},
+  opts: StatisticsOptions & { sizes?: boolean } = {},
 ): Promise<StatisticsPass> {
-  const due = tablesDue(await readTableActivity(db, { sizes: opts.sizes ?? true }), opts.exempt);
+  const due = tablesDue(await readTableActivity(db, { sizes: opts.sizes ?? true }), opts);
   const budget = opts.budgetMs ?? STATISTICS_PASS_BUDGET_MS;
   const analyzed: Record<string, number> = {};
-  const t0 = performance.now();
+  let spent = 0;
   for (const [i, t] of due.entries()) {
-    if (i > 0 && performance.now() - t0 >= budget) return { due: due.length, analyzed, budgetSpent: true };
-    const t1 = performance.now();
-    if (await analyzeTable(db, t.table, { ifStillDue: true })) analyzed[t.table] = performance.now() - t1;
+    if (i > 0 && spent >= budget) return { due: due.length, analyzed, budgetSpent: true };
+    const ms = await analyzeTable(db, t.table, { ifStillDue: true });
+    if (ms !== null) {
+      analyzed[t.table] = ms;
+      spent += ms;
+    }
   }
   return { due: due.length, analyzed, budgetSpent: false };
 }
@@ -219,13 +245,9 @@ export interface StatisticsUpkeep {
 export function startStatisticsUpkeep(
   db: Db,
   log: Logger,
-  opts: { exempt?: readonly StatisticsExemption[]; intervalMs?: number; budgetMs?: number } = {},
+  opts: StatisticsOptions & { intervalMs?: number } = {},
 ): StatisticsUpkeep {
-  const intervalMs = opts.intervalMs ?? STATISTICS_CHECK_MS;
-  const passOpts = {
-    ...(opts.exempt ? { exempt: opts.exempt } : {}),
-    ...(opts.budgetMs !== undefined ? { budgetMs: opts.budgetMs } : {}),
-  };
+  const { intervalMs = STATISTICS_CHECK_MS, ...passOpts } = opts;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
   /** The check in progress (or the last one): checks never overlap. */
