@@ -190,7 +190,18 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
   let deferred = 0;
   // What the service said last besides batches (jobs, fits, maintenance): the context of a peak.
   const recent: string[] = [];
+  // The statistics check's ANALYZEs while the log drains (src/platform/db/statistics.ts).
+  const analyzes: Array<{ table: string; ms: number }> = [];
   const onStdoutLine = (line: string) => {
+    if (line.includes('"table statistics refreshed"')) {
+      try {
+        const l = JSON.parse(line) as { analyzed: Record<string, number> };
+        for (const [table, ms] of Object.entries(l.analyzed)) analyzes.push({ table, ms });
+      } catch {
+        // not a log line
+      }
+      return;
+    }
     if (!line.includes('"event batch"')) {
       const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
       // The backlog's vacuum every 5,000 events would crowd out everything else.
@@ -387,6 +398,14 @@ async function runEngine(engine: EngineName, total: number, customers: number): 
     note(
       `${engine}: mean ms per batch: claim ${(claimTotal / batches.length).toFixed(1)}, ` +
         [...stepMs].map(([k, v]) => `${k} ${(v / batches.length).toFixed(1)}`).join(', '),
+    );
+    const analyzeMs = analyzes.reduce((a, b) => a + b.ms, 0);
+    const longest = analyzes.reduce((a, b) => (b.ms > a.ms ? b : a), { table: '–', ms: 0 });
+    const drainMs = batches.length > 1 ? batches.at(-1)!.time - batches[0]!.time : 0;
+    note(
+      `${engine}: statistics upkeep: ${analyzes.length} ANALYZEs of ${new Set(analyzes.map((a) => a.table)).size} tables, ` +
+        `${Math.round(analyzeMs)} ms in all (${((100 * analyzeMs) / Math.max(1, drainMs)).toFixed(1)}% of the drain), ` +
+        `longest ${Math.round(longest.ms)} ms (${longest.table})`,
     );
   } finally {
     // Also on a failed run: the sampler would read the status of a process that is gone.

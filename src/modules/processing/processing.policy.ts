@@ -52,16 +52,6 @@ export const CONCURRENCY = { postgres: 2, pglite: 1 } as const;
 export const VACUUM_EVERY = 5_000;
 
 /**
- * Events processed between two ANALYZEs of the tables the pipeline reads. Without fresh statistics
- * (no autovacuum on PGlite, often none or late on servers) the planner keeps the estimates of an
- * empty database and turns the batch lookups into scans of whole tables as they grow.
- */
-export const ANALYZE_EVERY = 50_000;
-
-/** The tables the pipeline reads by key (the log itself is read by primary-key probes only). */
-export const PIPELINE_TABLES = ['profiles', 'identity_nodes', 'orders', 'products'] as const;
-
-/**
  * PGlite's processing while requests are being served: a batch holds the single connection for its
  * whole transaction (a 250-event batch took 100–300 ms), and a request that arrives meanwhile waits
  * for all of it. While the API has served anything in the last second, batches are sized to about

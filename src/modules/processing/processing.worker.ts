@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import { type Db, isStorageUnavailable } from '../../platform/db';
-import { analyzeTables } from '../../platform/db/maintenance';
 import { describeError } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
 import { createSliceSizer } from '../../platform/slices';
@@ -8,7 +7,6 @@ import type { WorkerModule } from '../../platform/worker-module';
 import { createSettingsStore } from '../workspaces';
 import { EVENTS_CHANNEL } from './dead-letters.service';
 import {
-  ANALYZE_EVERY,
   BATCH_SIZE,
   CONCURRENCY,
   isContention,
@@ -16,7 +14,6 @@ import {
   MAX_ATTEMPTS,
   MAX_OUTAGE_BACKOFF_MS,
   MIN_SHARED_BATCH,
-  PIPELINE_TABLES,
   SHARED_BATCH_TARGET_MS,
   SHARING_WINDOW_MS,
   VACUUM_EVERY,
@@ -85,25 +82,17 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
   const unlisten = await db.listen(EVENTS_CHANNEL, kick);
 
   let sinceVacuum = 0;
-  let sinceAnalyze = 0;
-  // A fresh database has no statistics at all: analyze early, then at doubling intervals up to
-  // ANALYZE_EVERY, so the first batches of a large backlog are not planned blind.
-  let analyzeAt = 5_000;
   let vacuuming = false;
+  // The statistics of the tables the pipeline reads are kept by the statistics worker
+  // (platform/db/statistics.ts), like every other table's.
   const maintain = async (processed: number) => {
     sinceVacuum += processed;
-    sinceAnalyze += processed;
     if (sinceVacuum < (opts.vacuumEvery ?? VACUUM_EVERY) || vacuuming) return;
     vacuuming = true;
     sinceVacuum = 0;
     try {
       const t0 = performance.now();
       await vacuumBacklog(db);
-      if (sinceAnalyze >= analyzeAt) {
-        sinceAnalyze = 0;
-        analyzeAt = Math.min(ANALYZE_EVERY, analyzeAt * 2);
-        await analyzeTables(db, PIPELINE_TABLES);
-      }
       log.debug({ ms: Math.round(performance.now() - t0) }, 'event backlog vacuumed');
     } catch (err) {
       // Only an optimisation: the next interval tries again.
