@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../platform/db';
+import { type Db, preferHashJoins, type Queryable } from '../../platform/db';
 import { compileSegment, type SegmentQuery } from './query';
 
 /**
@@ -39,20 +39,31 @@ export async function selectMatching(
   ctx: EvalContext,
   scope: Scope,
 ): Promise<Match[]> {
+  if ('ids' in scope && scope.ids.length === 0) return [];
+  const { sql, params } = matchingStatement(workspaceId, query, ctx, scope);
+  const { rows } = await q.query<Match>(sql, params);
+  return rows;
+}
+
+/** The statement selectMatching runs (exported for the plan tests). */
+export function matchingStatement(
+  workspaceId: string,
+  query: SegmentQuery,
+  ctx: EvalContext,
+  scope: Scope,
+): { sql: string; params: unknown[] } {
   const byIds = 'ids' in scope;
-  if (byIds && scope.ids.length === 0) return [];
   const scoped = byIds
     ? 'p.id = ANY($2::uuid[])'
     : 'p.seq > $2::bigint AND ($3::bigint IS NULL OR p.seq <= $3::bigint)';
   const head = byIds ? [workspaceId, scope.ids] : [workspaceId, scope.after, scope.upTo];
   const compiled = compileSegment(query, { ...ctx, firstParam: head.length + 1 });
-  const { rows } = await q.query<Match>(
-    `SELECT p.id, p.seq FROM profiles p
+  return {
+    sql: `SELECT p.id, p.seq FROM profiles p ${compiled.joins}
       WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND ${scoped} AND (${compiled.sql})
       ORDER BY p.seq`,
-    [...head, ...compiled.params],
-  );
-  return rows;
+    params: [...head, ...compiled.params],
+  };
 }
 
 /**
@@ -75,39 +86,65 @@ export async function countMatching(
   page: { after: number; limit: number },
   deadline: number,
 ): Promise<{ count: number; kept: Match[] }> {
-  const live = 'p.workspace_id = $1 AND p.merged_into IS NULL';
   const bounded = <T>(fn: (q: Queryable, timeoutMs: number) => Promise<T>) => {
     const left = Math.round(deadline - performance.now());
     if (left <= 0) throw new BudgetSpent();
     // The client waits a little longer than the server, so the server's cancel is what ends it.
     return db.transaction((tx) => fn(tx, left + 5_000), { statementTimeoutMs: left });
   };
-  const counted = compileSegment(query, { ...ctx, firstParam: 2, strategy: 'set' });
+  const counted = countStatement(workspaceId, query, ctx);
   const { count, estimate } = await bounded(async (tx, timeoutMs) => {
-    const { rows } = await tx.query<{ n: number; rows: number }>(
-      `SELECT count(*)::int AS n,
-              (SELECT greatest(reltuples, 1)::float8 FROM pg_class WHERE oid = 'profiles'::regclass) AS rows
-         FROM profiles p WHERE ${live} AND (${counted.sql})`,
-      [workspaceId, ...counted.params],
-      { timeoutMs },
-    );
-    return { count: rows[0]!.n, estimate: rows[0]!.rows };
+    const [row] = await queryWorkspace<{ n: number; rows: number }>(tx, counted, timeoutMs);
+    return { count: row!.n, estimate: row!.rows };
   });
   if (count === 0) return { count, kept: [] };
   const strategy = count / estimate >= 0.01 ? 'correlated' : 'set';
-  const paged = compileSegment(query, { ...ctx, firstParam: 4, strategy });
-  const kept = await bounded(
-    async (tx, timeoutMs) =>
-      (
-        await tx.query<Match>(
-          `SELECT p.id, p.seq FROM profiles p WHERE ${live} AND p.seq > $2 AND (${paged.sql})
-            ORDER BY p.seq LIMIT $3`,
-          [workspaceId, page.after, page.limit, ...paged.params],
-          { timeoutMs },
-        )
-      ).rows,
-  );
+  const paged = pageStatement(workspaceId, query, { ...ctx, strategy }, page);
+  const kept = await bounded((tx, timeoutMs) => queryWorkspace<Match>(tx, paged, timeoutMs));
   return { count, kept: kept.map((m) => ({ id: m.id, seq: Number(m.seq) })) };
+}
+
+const LIVE = 'p.workspace_id = $1 AND p.merged_into IS NULL';
+
+/**
+ * Runs one of countMatching's statements as it is written to run: with nested loops off, so that
+ * each grouped pass over the workspace is hashed once and joined to the profiles
+ * (platform/db/planner.ts). Per-profile probes are sub-plans, not joins, and keep their index
+ * descents. Exported for the plan tests, which must see the plans the service gets.
+ */
+export async function queryWorkspace<R>(
+  tx: Queryable,
+  stmt: { sql: string; params: unknown[] },
+  timeoutMs?: number,
+): Promise<R[]> {
+  await preferHashJoins(tx);
+  return (await tx.query<R>(stmt.sql, stmt.params, timeoutMs === undefined ? {} : { timeoutMs })).rows;
+}
+
+/** countMatching's count: the set form over the whole workspace (exported for the plan tests). */
+export function countStatement(workspaceId: string, query: SegmentQuery, ctx: EvalContext) {
+  const counted = compileSegment(query, { ...ctx, firstParam: 2, strategy: 'set' });
+  return {
+    sql: `SELECT count(*)::int AS n,
+              (SELECT greatest(reltuples, 1)::float8 FROM pg_class WHERE oid = 'profiles'::regclass) AS rows
+         FROM profiles p ${counted.joins} WHERE ${LIVE} AND (${counted.sql})`,
+    params: [workspaceId, ...counted.params],
+  };
+}
+
+/** countMatching's page, in ctx.strategy's form (exported for the plan tests). */
+export function pageStatement(
+  workspaceId: string,
+  query: SegmentQuery,
+  ctx: EvalContext,
+  page: { after: number; limit: number },
+) {
+  const paged = compileSegment(query, { ...ctx, firstParam: 4 });
+  return {
+    sql: `SELECT p.id, p.seq FROM profiles p ${paged.joins} WHERE ${LIVE} AND p.seq > $2 AND (${paged.sql})
+            ORDER BY p.seq LIMIT $3`,
+    params: [workspaceId, page.after, page.limit, ...paged.params],
+  };
 }
 
 /** A calculation's time budget ran out before its next statement (or slice) started. */
@@ -131,24 +168,11 @@ export async function selectMatchingMany(
   scope: Scope,
 ): Promise<Map<string, Set<string>>> {
   const out = new Map(segments.map((s) => [s.id, new Set<string>()]));
-  const byIds = 'ids' in scope;
-  if (byIds && scope.ids.length === 0) return out;
-  const scoped = byIds
-    ? 'p.id = ANY($2::uuid[])'
-    : 'p.seq > $2::bigint AND ($3::bigint IS NULL OR p.seq <= $3::bigint)';
+  if ('ids' in scope && scope.ids.length === 0) return out;
   for (let i = 0; i < segments.length; i += SEGMENTS_PER_STATEMENT) {
     const group = segments.slice(i, i + SEGMENTS_PER_STATEMENT);
-    const params: unknown[] = byIds ? [workspaceId, scope.ids] : [workspaceId, scope.after, scope.upTo];
-    const columns = group.map((s, n) => {
-      const c = compileSegment(s.query, { ...ctx, firstParam: params.length + 1 });
-      params.push(...c.params);
-      return `COALESCE((${c.sql}), false) AS s${n}`;
-    });
-    const { rows } = await q.query<Record<string, unknown>>(
-      `SELECT p.id, ${columns.join(', ')} FROM profiles p
-        WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND ${scoped}`,
-      params,
-    );
+    const { sql, params } = manyStatement(workspaceId, group, ctx, scope);
+    const { rows } = await q.query<Record<string, unknown>>(sql, params);
     for (const row of rows) {
       group.forEach((s, n) => {
         if (row[`s${n}`] === true) out.get(s.id)!.add(row.id as string);
@@ -156,4 +180,29 @@ export async function selectMatchingMany(
     }
   }
   return out;
+}
+
+/** One statement of selectMatchingMany: a column per segment (exported for the plan tests). */
+export function manyStatement(
+  workspaceId: string,
+  group: ReadonlyArray<{ query: SegmentQuery }>,
+  ctx: EvalContext,
+  scope: Scope,
+): { sql: string; params: unknown[] } {
+  const byIds = 'ids' in scope;
+  const scoped = byIds
+    ? 'p.id = ANY($2::uuid[])'
+    : 'p.seq > $2::bigint AND ($3::bigint IS NULL OR p.seq <= $3::bigint)';
+  const params: unknown[] = byIds ? [workspaceId, scope.ids] : [workspaceId, scope.after, scope.upTo];
+  const columns = group.map((s, n) => {
+    // Per profile: a column's grouped pass would need a join of its own.
+    const c = compileSegment(s.query, { ...ctx, strategy: 'correlated', firstParam: params.length + 1 });
+    params.push(...c.params);
+    return `COALESCE((${c.sql}), false) AS s${n}`;
+  });
+  return {
+    sql: `SELECT p.id, ${columns.join(', ')} FROM profiles p
+        WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND ${scoped}`,
+    params,
+  };
 }

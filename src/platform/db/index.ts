@@ -15,7 +15,7 @@ export {
 } from './errors';
 export { notify } from './notify';
 export type { OnOpenEvent, OpenEvent } from './open-progress';
-export { preferIndexOrder } from './planner';
+export { preferHashJoins, preferIndexOrder } from './planner';
 export type { Db, Queryable, QueryOptions, QueryResult, TransactionOptions } from './port';
 
 /**

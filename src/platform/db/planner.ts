@@ -13,3 +13,16 @@ import type { Queryable } from './port';
 export async function preferIndexOrder(q: Queryable): Promise<void> {
   await q.query("SELECT set_config('enable_sort', 'off', true)");
 }
+
+/**
+ * For the rest of the current transaction: no nested loops, so a statement that joins a grouped
+ * pass over a whole table to another whole table (a segment's count over a workspace, strategy
+ * `set`) hashes each side once. Without statistics every estimate falls to one row, and the planner
+ * joined each of 400 profiles to the grouped pass by re-running it: the whole workspace's events read
+ * once per profile (241 s for the plan test's shapes, against about a second hashed). Sub-plans run
+ * per row (a correlated probe) are not joins and keep their index descents. Outside a transaction it
+ * does nothing.
+ */
+export async function preferHashJoins(q: Queryable): Promise<void> {
+  await q.query("SELECT set_config('enable_nestloop', 'off', true)");
+}

@@ -11,8 +11,14 @@ function q(input: unknown): SegmentQuery {
   return r.query;
 }
 
-const compile = (input: unknown, segments = new Map<string, SegmentQuery>(), firstParam = 2) =>
-  compileSegment(q(input), { now: NOW, segments, firstParam });
+/** Per profile (the default strategy): an expression over `p` alone, with no joins. */
+const compile = (input: unknown, segments = new Map<string, SegmentQuery>(), firstParam = 2) => {
+  const { sql, params, joins } = compileSegment(q(input), { now: NOW, segments, firstParam });
+  expect(joins).toBe('');
+  return { sql, params };
+};
+const compileSet = (input: unknown) =>
+  compileSegment(q(input), { now: NOW, segments: new Map(), firstParam: 2, strategy: 'set' });
 
 describe('compileSegment', () => {
   it('compiles a profile field test to a NULL-safe comparison with the value as a parameter', () => {
@@ -66,7 +72,7 @@ describe('compileSegment', () => {
     );
   });
 
-  it('compiles an event condition to a correlated count with a window measured from now', () => {
+  it('compiles an event condition per profile: the profile its only index condition, each payload test a probe of one event', () => {
     expect(
       compile({
         event: {
@@ -79,19 +85,23 @@ describe('compileSegment', () => {
       }),
     ).toEqual({
       sql:
-        // The profile's rows of the tested path (migration 0029: event_properties_profile_idx),
-        // never the events' payloads but for an event too big for the table (its marker, kind x).
-        '((SELECT count(*) FROM event_properties w0 ' +
-        'WHERE w0.workspace_id = p.workspace_id AND w0.profile_id = p.id ' +
-        'AND w0.event_name = $2::text AND w0.path = ANY($3::text[]) AND w0.occurred_at >= $4::timestamptz ' +
-        "AND w0.event_type = $5::text AND ((w0.kind <> 'x' AND (w0.num > $6::numeric)) " +
-        "OR (w0.kind = 'x' AND CASE WHEN jsonb_typeof(event_payload_at(w0.seq, $7::text[])) = 'number' " +
-        'THEN event_payload_at(w0.seq, $7::text[])::numeric > $8::numeric ELSE false END))) >= $9::int8)',
+        // The profile's events (event_profiles_profile_idx, migration 0026): the name is a test no
+        // index can take, so no index led by the name can serve one profile's count; the test of
+        // the count inside the sub-query, computed once.
+        '(SELECT count(*) >= $9::int8 FROM event_profiles e ' +
+        'WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id AND e.event_type = $2::text ' +
+        'AND (e.event_name = $3::text) IS TRUE AND e.occurred_at >= $4::timestamptz ' +
+        // Each event's property rows by its seq alone (migration 0029), fenced into a sub-plan per
+        // event; the payload only for an event too big for the table (its marker, kind x).
+        'AND EXISTS (SELECT 1 FROM event_properties w WHERE w.seq = e.seq AND (w.path = ANY($5::text[])) IS TRUE ' +
+        "AND ((w.kind <> 'x' AND (w.num > $6::numeric)) OR (w.kind = 'x' AND CASE WHEN " +
+        "jsonb_typeof(event_payload_at(w.seq, $7::text[])) = 'number' THEN " +
+        'event_payload_at(w.seq, $7::text[])::numeric > $8::numeric ELSE false END)) OFFSET 0))',
       params: [
-        'Product Viewed',
-        ['price', ''],
-        '2026-01-01T00:00:00.000Z',
         'track',
+        'Product Viewed',
+        '2026-01-01T00:00:00.000Z',
+        ['price', ''],
         '10',
         ['price'],
         '10',
@@ -100,47 +110,60 @@ describe('compileSegment', () => {
     });
   });
 
-  it('writes a count with a property test as one grouped pass over that property’s rows with the set strategy', () => {
-    const { sql, params } = compileSegment(
-      q({
-        event: {
-          name: 'Added to Cart',
-          within_days: 30,
-          where: [{ property: 'price', op: 'gt', value: 10 }],
-        },
-        count: { op: 'gte', value: 2 },
-      }),
-      { now: NOW, segments: new Map(), firstParam: 2, strategy: 'set' },
+  it('writes a count with a property test as one grouped pass over that property’s rows, left-joined, with the set strategy', () => {
+    const { sql, params, joins } = compileSet({
+      event: {
+        name: 'Added to Cart',
+        within_days: 30,
+        where: [{ property: 'price', op: 'gt', value: 10 }],
+      },
+      count: { op: 'gte', value: 2 },
+    });
+    expect(sql).toBe('(g1.profile_id IS NOT NULL)');
+    expect(joins).toMatch(
+      /^LEFT JOIN \(SELECT w0\.workspace_id, w0\.profile_id FROM event_properties w0 WHERE w0\.event_name = \$2::text AND w0\.path = ANY\(\$3::text\[\]\) AND w0\.occurred_at >= \$4::timestamptz /,
     );
-    expect(sql).toMatch(
-      /^EXISTS \(SELECT 1 FROM \(SELECT w0\.workspace_id, w0\.profile_id FROM event_properties w0 WHERE w0\.event_name = \$2::text AND w0\.path = ANY\(\$3::text\[\]\) AND w0\.occurred_at >= \$4::timestamptz /,
+    expect(joins).toMatch(
+      /GROUP BY 1, 2 HAVING count\(\*\) >= \$8::int8\) g1 ON g1\.workspace_id = p\.workspace_id AND g1\.profile_id = p\.id$/,
     );
-    expect(sql).toContain('GROUP BY 1, 2 HAVING count(*) >= $8::int8');
     expect(params.slice(0, 2)).toEqual(['Added to Cart', ['price', '']]);
   });
 
-  it('writes a count test as one grouped pass over the window with the set strategy', () => {
-    const grouped = (having: string) =>
-      'EXISTS (SELECT 1 FROM (SELECT e.workspace_id, e.profile_id FROM event_profiles e WHERE e.event_name = $2::text ' +
-      `GROUP BY 1, 2 HAVING ${having}) g WHERE g.workspace_id = p.workspace_id AND g.profile_id = p.id)`;
-    const set = (count: unknown) =>
-      compileSegment(q({ event: { name: 'Viewed' }, count }), {
-        now: NOW,
-        segments: new Map(),
-        firstParam: 2,
-        strategy: 'set',
-      }).sql;
-    expect(set({ op: 'gte', value: 3 })).toBe(grouped('count(*) >= $3::int8'));
-    // An empty history passes "fewer than 3": the grouped pass lists those who fail, negated.
-    expect(set({ op: 'lt', value: 3 })).toBe(`(NOT ${grouped('NOT (count(*) < $3::int8)')})`);
+  it('writes every event count as one grouped pass over the window with the set strategy, each its own join', () => {
+    const grouped = (having: string, g = 'g1', name = '$2', bound = '$3') =>
+      `LEFT JOIN (SELECT e.workspace_id, e.profile_id FROM event_profiles e WHERE e.event_name = ${name}::text ` +
+      `GROUP BY 1, 2 HAVING ${having.replace('$b', bound)}) ${g} ON ${g}.workspace_id = p.workspace_id AND ${g}.profile_id = p.id`;
+    const set = (count: unknown) => compileSet({ event: { name: 'Viewed' }, count });
+    expect(set({ op: 'gte', value: 3 })).toMatchObject({
+      sql: '(g1.profile_id IS NOT NULL)',
+      joins: grouped('count(*) >= $b::int8'),
+    });
+    // An empty history passes "fewer than 3": the grouped pass lists those who fail it.
+    expect(set({ op: 'lt', value: 3 })).toMatchObject({
+      sql: '(g1.profile_id IS NULL)',
+      joins: grouped('NOT (count(*) < $b::int8)'),
+    });
+    // "At least once" and "never" too; under `or` and `not` as well, each pass a join of its own.
+    const either = compileSet({
+      or: [
+        { event: { name: 'Viewed' } },
+        { not: { event: { name: 'Bought' }, count: { op: 'eq', value: 0 } } },
+      ],
+    });
+    expect(either.sql).toBe('((g1.profile_id IS NOT NULL) OR (NOT (g2.profile_id IS NULL)))');
+    expect(either.joins).toBe(
+      `${grouped('count(*) >= $b::int8')} ${grouped('NOT (count(*) = $b::int8)', 'g2', '$4', '$5')}`,
+    );
   });
 
-  it('uses EXISTS for "occurred" and NOT EXISTS for "did not occur"', () => {
+  it('uses EXISTS for "occurred" and NOT EXISTS for "did not occur", each a sub-plan per profile', () => {
     const body = 'FROM event_profiles e WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.id';
     expect(compile({ event: { type: 'page' } }).sql).toBe(
-      `EXISTS (SELECT 1 ${body} AND e.event_type = $2::text)`,
+      `EXISTS (SELECT 1 ${body} AND e.event_type = $2::text OFFSET 0)`,
     );
-    expect(compile({ event: {}, count: { op: 'eq', value: 0 } }).sql).toBe(`(NOT EXISTS (SELECT 1 ${body}))`);
+    expect(compile({ event: {}, count: { op: 'eq', value: 0 } }).sql).toBe(
+      `(NOT EXISTS (SELECT 1 ${body} OFFSET 0))`,
+    );
   });
 
   it('sums completed order totals by default and matches products by item containment', () => {
@@ -150,10 +173,13 @@ describe('compileSegment', () => {
         sum: { op: 'between', value: [10, 99.5] },
       }),
     ).toEqual({
+      // The profile its only index condition (the window a filter: orders_list_idx leads with the
+      // time), the test inside the sub-query so the sum is computed once.
       sql:
-        '((SELECT COALESCE(sum(o.total), 0) FROM orders o WHERE o.workspace_id = p.workspace_id ' +
-        'AND o.profile_id = p.id AND o.status = ANY($2::text[]) AND o.occurred_at >= $3::timestamptz ' +
-        'AND o.occurred_at < $4::timestamptz AND o.items @> $5::jsonb) BETWEEN $6::numeric AND $7::numeric)',
+        '(SELECT COALESCE(sum(o.total), 0) BETWEEN $6::numeric AND $7::numeric FROM orders o ' +
+        'WHERE o.workspace_id = p.workspace_id AND o.profile_id = p.id AND o.status = ANY($2::text[]) ' +
+        'AND (o.occurred_at >= $3::timestamptz) IS TRUE AND (o.occurred_at < $4::timestamptz) IS TRUE ' +
+        'AND o.items @> $5::jsonb)',
       params: [
         ['completed'],
         '2025-01-01T00:00:00.000Z',
@@ -168,22 +194,24 @@ describe('compileSegment', () => {
   it('answers completed orders in a window from the profile row, probing only a profile whose orders straddle an edge', () => {
     expect(compile({ order: { within_days: 365 }, sum: { op: 'gte', value: 200 } })).toEqual({
       sql:
-        '(CASE WHEN p.completed_orders = 0 OR p.completed_last_at < $2::timestamptz THEN false ' +
-        'WHEN p.completed_first_at >= $2::timestamptz THEN p.total_spend >= $3::numeric ' +
-        "ELSE segment_completed_orders(p.workspace_id, p.id, $2::timestamptz, NULL::timestamptz, 'sum') " +
-        '>= $3::numeric END)',
-      params: ['2025-01-31T00:00:00.000Z', '200'],
+        '(CASE WHEN p.completed_orders = 0 OR p.completed_last_at < $3::timestamptz THEN false ' +
+        'WHEN p.completed_first_at >= $3::timestamptz THEN p.total_spend >= $2::numeric ' +
+        'ELSE (SELECT COALESCE(sum(o.total), 0) >= $2::numeric FROM orders o ' +
+        "WHERE o.workspace_id = p.workspace_id AND o.profile_id = p.id AND o.status = 'completed' " +
+        'AND (o.occurred_at >= $3::timestamptz) IS TRUE) END)',
+      params: ['200', '2025-01-31T00:00:00.000Z'],
     });
     // A count that an empty history passes ("fewer than 2 orders"), with both edges of the window.
     expect(
       compile({ order: { from: '2025-06-01', to: '2026-01-01' }, count: { op: 'lt', value: 2 } }).sql,
     ).toBe(
-      '(CASE WHEN p.completed_orders = 0 OR p.completed_last_at < $2::timestamptz ' +
-        'OR p.completed_first_at >= $3::timestamptz THEN true ' +
-        'WHEN p.completed_first_at >= $2::timestamptz AND p.completed_last_at < $3::timestamptz ' +
-        'THEN p.completed_orders < $4::int8 ' +
-        "ELSE segment_completed_orders(p.workspace_id, p.id, $2::timestamptz, $3::timestamptz, 'count') " +
-        '< $4::int8 END)',
+      '(CASE WHEN p.completed_orders = 0 OR p.completed_last_at < $3::timestamptz ' +
+        'OR p.completed_first_at >= $4::timestamptz THEN true ' +
+        'WHEN p.completed_first_at >= $3::timestamptz AND p.completed_last_at < $4::timestamptz ' +
+        'THEN p.completed_orders < $2::int8 ' +
+        'ELSE (SELECT count(*) < $2::int8 FROM orders o ' +
+        "WHERE o.workspace_id = p.workspace_id AND o.profile_id = p.id AND o.status = 'completed' " +
+        'AND (o.occurred_at >= $3::timestamptz) IS TRUE AND (o.occurred_at < $4::timestamptz) IS TRUE) END)',
     );
     // No window: the row answers alone. A status other than completed, or a currency, is probed.
     expect(compile({ order: {}, count: { op: 'gte', value: 3 } }).sql).toBe(

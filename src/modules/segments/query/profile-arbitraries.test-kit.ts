@@ -24,7 +24,7 @@ const json: fc.Arbitrary<unknown> = fc.letrec<{ v: unknown }>((tie) => ({
   ),
 })).v;
 // Mostly the shapes the PATHS below ask about, plus some arbitrary JSON on top.
-const object = fc
+export const object = fc
   .tuple(
     fc.record(
       {
@@ -65,7 +65,7 @@ const orNull = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
  * holds for one event (a marker row: its tests read the payload).
  */
 const LONG = [`${'x'.repeat(600)}ann`, `pro${'x'.repeat(600)}`, 'a'.repeat(501)];
-const eventPayload = fc
+export const eventPayload = fc
   .tuple(
     object,
     fc.record(
@@ -103,6 +103,8 @@ export const PROPERTY_PATHS = [
   'cart.items',
   'cart.items.0.sku',
   'cart.items.1.qty',
+  'cart.items.1.sku',
+  'tags.2.0',
   'long',
 ];
 

@@ -67,14 +67,14 @@ async function select(people: Record<string, Partial<EvalProfile>>, input: unkno
 
 /** Actual loops of every plan node over `table` when the compiled query runs (EXPLAIN ANALYZE). */
 async function loopsOver(table: string, input: unknown, strategy: 'correlated' | 'set'): Promise<number[]> {
-  const { sql, params } = compileSegment(parsed(input), {
+  const { sql, params, joins } = compileSegment(parsed(input), {
     now: NOW,
     segments: new Map(),
     firstParam: 2,
     strategy,
   });
   const { rows } = await t.db.query<{ 'QUERY PLAN': unknown }>(
-    `EXPLAIN (ANALYZE, FORMAT JSON) SELECT p.id FROM profiles p
+    `EXPLAIN (ANALYZE, FORMAT JSON) SELECT p.id FROM profiles p ${joins}
       WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND (${sql})`,
     [ws, ...params],
   );
@@ -90,7 +90,7 @@ async function loopsOver(table: string, input: unknown, strategy: 'correlated' |
 }
 /** How many times the compiled query read an event's payload (event_payload_at, migration 0029). */
 async function payloadReads(input: unknown, strategy: 'correlated' | 'set'): Promise<number> {
-  const { sql, params } = compileSegment(parsed(input), {
+  const { sql, params, joins } = compileSegment(parsed(input), {
     now: NOW,
     segments: new Map(),
     firstParam: 2,
@@ -99,7 +99,7 @@ async function payloadReads(input: unknown, strategy: 'correlated' | 'set'): Pro
   return t.db.transaction(async (tx) => {
     await tx.query("SET LOCAL track_functions = 'all'");
     await tx.query(
-      `SELECT p.id FROM profiles p WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND (${sql})`,
+      `SELECT p.id FROM profiles p ${joins} WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND (${sql})`,
       [ws, ...params],
     );
     const { rows } = await tx.query<{ calls: string }>(

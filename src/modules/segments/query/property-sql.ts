@@ -11,11 +11,10 @@ import type { PropertyCondition, Scalar } from './types';
  * which the row keeps the first 501). docs/segments.md, "How property filters are evaluated".
  *
  * A test is written two ways over the same rows:
- * - `rowSql(c, w)`: whether the row `w` passes, for a condition that reads the rows of one path
- *   directly (`pathsOf(c)`: per profile through event_properties_profile_idx, over a workspace
- *   through event_properties_name_path_idx);
- * - `probeSql(c, r)`: EXISTS / NOT EXISTS over the rows of the event `r` (found in event_profiles
- *   or as another test's row), one index-only probe of event_properties_profile_idx.
+ * - `rowSql(c, w)`: whether the row `w` passes, for the grouped pass over a whole workspace that
+ *   reads the rows of one path directly (`pathsOf(c)`, through event_properties_name_path_idx);
+ * - `probeSql(c, r)`: EXISTS / NOT EXISTS over the rows of the event `r` (a profile's event from
+ *   event_profiles, or another test's row), one descent of event_properties_seq_idx per event.
  */
 
 /** The marker row's path: no query path is empty. */
@@ -57,19 +56,21 @@ export function rowSql(c: PropertyCondition, w: string, p: Param): string {
 }
 
 /**
- * EXISTS / NOT EXISTS over the rows of the event `r` (an alias of event_profiles or of
- * event_properties: both carry the columns that key event_properties_profile_idx, so each probe
- * is one index descent to that event's rows of the path, index-only).
+ * EXISTS / NOT EXISTS over the property rows of the event `r` (an alias of event_profiles or of
+ * event_properties), found by the event's seq alone (event_properties_seq_idx: the rows of one
+ * event, at most 257). The seq is the only test an index can take: the path is written
+ * `(…) IS TRUE`, so no other index of the table matches anything, and the probe cannot become a read
+ * of all the workspace's rows of a name or path, whatever the statistics. `OFFSET 0` keeps each probe
+ * a sub-plan run per event: without it PostgreSQL joined all the events to all their property rows,
+ * and with no statistics chose a nested loop that read every row of the name for each event (27.9 s
+ * over 3,436 events; docs/decisions.md, "Segment plans that cannot explode").
  */
 export function probeSql(c: PropertyCondition, r: string, p: Param): string {
-  const same = ['workspace_id', 'profile_id', 'event_name', 'occurred_at', 'seq'].map(
-    (k) => `w.${k} = ${r}.${k}`,
-  );
-  const from = `FROM event_properties w WHERE ${same.join(' AND ')} AND w.path = ANY(${pathsParam(c, p)})`;
-  if (needsRow(c)) return `EXISTS (SELECT 1 ${from} AND ${rowSql(c, 'w', p)})`;
+  const from = `FROM event_properties w WHERE w.seq = ${r}.seq AND (w.path = ANY(${pathsParam(c, p)})) IS TRUE`;
+  if (needsRow(c)) return `EXISTS (SELECT 1 ${from} AND ${rowSql(c, 'w', p)} OFFSET 0)`;
   // not_exists: no row at the path; for a marker, the payload decides.
   const present = { property: c.property, op: 'exists' } as const;
-  return `(NOT EXISTS (SELECT 1 ${from} AND (CASE WHEN w.kind = 'x' THEN ${payloadSql(present, 'w', p)} ELSE true END)))`;
+  return `(NOT EXISTS (SELECT 1 ${from} AND (CASE WHEN w.kind = 'x' THEN ${payloadSql(present, 'w', p)} ELSE true END) OFFSET 0))`;
 }
 
 /** The value test of a row that is not a marker (NULL counts as false: only ever used in WHERE). */

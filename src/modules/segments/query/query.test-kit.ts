@@ -151,9 +151,9 @@ export async function selectMatching(
   query: SegmentQuery,
   ctx: Omit<CompileContext, 'firstParam'>,
 ): Promise<string[]> {
-  const { sql, params } = compileSegment(query, { ...ctx, firstParam: 2 });
+  const { sql, params, joins } = compileSegment(query, { ...ctx, firstParam: 2 });
   const r = await db.query<{ id: string }>(
-    `SELECT p.id FROM profiles p WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND (${sql})`,
+    `SELECT p.id FROM profiles p ${joins} WHERE p.workspace_id = $1 AND p.merged_into IS NULL AND (${sql})`,
     [ws, ...params],
   );
   return r.rows.map((x) => x.id).sort();
