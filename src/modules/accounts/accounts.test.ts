@@ -101,6 +101,31 @@ describe('an account sent by @segment/analytics-node', () => {
     expect(Value.Check(AccountSchema, listed.body.data[0])).toBe(true);
   });
 
+  it('takes the first traits written to an account a Group event made, whatever their time, and then the newer call', async () => {
+    // A Group event sent to /api/ingest makes the account (no traits); /v1/group calls older than
+    // that event then write its traits: the first one as it is, the next by the newer-wins rule.
+    const group = `made-by-event/${randomUUID()}`;
+    await groupCalls(svc.ws, [
+      { identity: 'event-first@example.com', groupId: group, at: '2024-05-01T12:00:00Z' },
+    ]);
+    const ingestKey = await svc.ws.key(['ingest']);
+    for (const [timestamp, plan] of [
+      ['2024-05-01T10:00:00Z', 'free'],
+      ['2024-05-01T11:00:00Z', 'pro'],
+    ] as const) {
+      const res = await svc.call('POST', '/v1/group', {
+        key: ingestKey,
+        body: { userId: 'event-first@example.com', groupId: group, traits: { plan }, timestamp },
+      });
+      expect(res.status, res.text).toBe(200);
+    }
+    await waitProcessed(svc.rt.deps.db);
+    const account = (await read(accountPath(group))).body.data;
+    expect(account.traits).toEqual({ plan: 'pro' });
+    near(account.first_seen, '2024-05-01T10:00:00Z');
+    near(account.last_seen, '2024-05-01T12:00:00Z');
+  });
+
   it('refuses a group id longer than an account id may be, and stores nothing of the call', async () => {
     const ingestKey = await svc.ws.key(['ingest']);
     const res = await svc.call('POST', '/v1/group', {

@@ -35,13 +35,18 @@ const RECORDSET = `jsonb_to_recordset($1::jsonb)
  * NOTHING takes no lock on an existing row), its seen times widen only where a call lies outside
  * them (an UPDATE whose condition fails locks nothing: a busy account's row is not held for the
  * batch's whole transaction by every batch that names it), and the memberships are upserted.
+ *
+ * An account made here has had no traits applied, so its `traits_at` (the time of the newest call
+ * whose traits were applied) is `-infinity`: the first traits written to it win whatever their time.
+ * It used to be the time of one of the calls, which one depending on how the events were cut into
+ * batches (found by the pipeline's equality proof, src/workflows/merge-equivalence.property.test.ts).
  */
 export async function upsertMemberships(q: Queryable, writes: readonly MembershipWrite[]): Promise<void> {
   if (writes.length === 0) return;
   const records = asRecords(writes);
   await q.query(
     `INSERT INTO accounts (workspace_id, group_id, traits, traits_at, first_seen_at, last_seen_at)
-     SELECT w.workspace_id, w.group_id, '{}'::jsonb, w.first, w.first, w.last FROM ${RECORDSET}
+     SELECT w.workspace_id, w.group_id, '{}'::jsonb, '-infinity', w.first, w.last FROM ${RECORDSET}
      ON CONFLICT (workspace_id, group_id) DO NOTHING`,
     [records],
   );

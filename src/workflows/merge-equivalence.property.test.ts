@@ -1,0 +1,171 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from '../../test/harness';
+import { appliesWhen } from '../../test/skips';
+import {
+  type Applied,
+  applyOneByOne,
+  applyThroughLoops,
+  configureWorkspace,
+  eventsOf,
+  type ModelCounts,
+  model,
+  modelView,
+  type Run,
+  runArb,
+  type Story,
+  snapshot,
+  storyArb,
+} from './merge-equivalence.test-kit';
+
+/**
+ * The equality proof of the event pipeline: however events are claimed (any number of loops, any
+ * batch size, batches cut anywhere while the events are still being written), what it writes is
+ * exactly what applying the same events one at a time in arrival order writes, and that one-at-a-
+ * time reference is what the documented rules say (an in-memory model). Compared: every profile
+ * (traits and their field times, e-mail and names, spend, merged_into), every identifier with its
+ * owner and times, graph edges, lineage, the profile each event was applied to (event_profiles)
+ * and its payload rows (event_properties), dead letters, orders, products, accounts and their
+ * members, the outbox facts of each profile in order, and the segment and rescoring marks.
+ *
+ * The stories (merge-equivalence.test-kit.ts): three people and three devices they share, so
+ * identifies merge an anonymous profile into a known one, or are refused (two e-mails or two CRM
+ * ids on one device; a small merge cap); orders with items, re-sent from other devices and
+ * changing status; Group calls; late events; junk identifiers (built-in and the workspace's list).
+ * docs/testing.md ("The pipeline's equality proof") says how to replay and narrow a counterexample
+ * (MERGE_PROOF_SEED, MERGE_PROOF_PATH; MERGE_PROOF_BATCH, MERGE_PROOF_NO_MERGES and
+ * MERGE_PROOF_NO_SHARED_ORDERS keep a known difference out while another is looked for).
+ */
+let svc: TestService;
+beforeAll(async () => {
+  // No worker of the service's own: each run starts the loops it applies its events with.
+  svc = await startTestService({ ROLE: 'api' });
+});
+afterAll(async () => svc?.close());
+
+const RUNS = process.env.CI ? 200 : Number(process.env.MERGE_PROOF_RUNS ?? 60);
+
+/** What the runs met, so the test shows its generator reaches the cases it is about. */
+const seen = {
+  runs: 0,
+  multiLoop: 0,
+  multiEventBatch: 0,
+  deferred: 0,
+  merges: 0,
+  refusedUnique: 0,
+  refusedNewProfile: 0,
+  refusedCap: 0,
+  deadLetters: 0,
+  statusChanges: 0,
+  memberships: 0,
+  sharedOrders: 0,
+};
+
+function note(run: Run, applied: Applied, counts: ModelCounts) {
+  seen.runs++;
+  if (run.loops > 1) seen.multiLoop++;
+  if (applied.batches.some((n) => n > 1)) seen.multiEventBatch++;
+  if (applied.deferred > 0) seen.deferred++;
+  for (const k of Object.keys(counts) as Array<keyof ModelCounts>) if (counts[k] > 0) seen[k]++;
+}
+
+async function check(story: Story, run: Run): Promise<void> {
+  const db = svc.rt.deps.db;
+  const events = eventsOf(story);
+  const [reference, underTest] = [await svc.newWorkspace('reference'), await svc.newWorkspace('under test')];
+  await configureWorkspace(db, reference.id, story);
+  await configureWorkspace(db, underTest.id, story);
+
+  await applyOneByOne(db, reference.id, events);
+  const applied = await applyThroughLoops(db, underTest.id, events, run);
+
+  const want = await snapshot(db, reference.id);
+  const got = await snapshot(db, underTest.id);
+  const expected = model(story);
+  note(run, applied, expected.counts);
+  // The reference itself follows the documented rules...
+  expect(modelView(want), 'one event at a time agrees with the model').toEqual(expected.view);
+  // ...and any loops and batches come to exactly the same rows.
+  expect(got, `${run.loops} loops, batches of ${run.batchSize} (${applied.batches.join(' ')})`).toEqual(want);
+}
+
+describe('the event pipeline, against one event at a time and the model', () => {
+  it(`writes the same profiles, identifiers, lineage, event rows, orders, products, memberships, facts and marks with 1–4 loops and any batch size as one event at a time, which is what the rules say (property, ${RUNS} runs)`, async () => {
+    await fc.assert(
+      fc.asyncProperty(storyArb(), runArb(), async (story, run) => {
+        if (process.env.MERGE_PROOF_BATCH) run.batchSize = Number(process.env.MERGE_PROOF_BATCH);
+        if (process.env.MERGE_PROOF_NO_MERGES) fc.pre(model(story).counts.merges === 0);
+        if (process.env.MERGE_PROOF_NO_SHARED_ORDERS) fc.pre(model(story).counts.sharedOrders === 0);
+        await check(story, run);
+      }),
+      {
+        numRuns: RUNS,
+        // CI reports the first counterexample as found; by hand, fast-check shrinks it (slow: each
+        // try is two runs), and MERGE_PROOF_SEED / MERGE_PROOF_PATH replay a reported one.
+        endOnFailure: Boolean(process.env.CI),
+        ...(process.env.MERGE_PROOF_SEED ? { seed: Number(process.env.MERGE_PROOF_SEED) } : {}),
+        ...(process.env.MERGE_PROOF_PATH ? { path: process.env.MERGE_PROOF_PATH } : {}),
+      },
+    );
+    // The generator reached what the proof is about (each is met in well over these shares of 200
+    // runs: docs/testing.md).
+    if (seen.runs >= 200) {
+      expect(seen.multiLoop, 'runs with several loops').toBeGreaterThan(seen.runs / 2);
+      expect(seen.multiEventBatch, 'runs with a batch of several events').toBeGreaterThan(seen.runs / 4);
+      expect(seen.merges, 'runs with a merge').toBeGreaterThan(seen.runs / 3);
+      for (const k of [
+        'refusedUnique',
+        'refusedNewProfile',
+        'deadLetters',
+        'statusChanges',
+        'memberships',
+        'sharedOrders',
+      ] as const)
+        expect(seen[k], k).toBeGreaterThan(seen.runs / 20);
+      expect(seen.refusedCap, 'runs where the merge cap refused a merge').toBeGreaterThan(seen.runs / 100);
+    }
+  }, 600_000);
+});
+
+/**
+ * Found by this proof and left failing, not fixed: one event at a time, a product's `observed_at`
+ * moves only when a mention changes it, so an order that arrives late (older than a newer order that
+ * named the product with the same values) still renames it; a batch folds its mentions by time and
+ * keeps the newest, as docs/commerce.md says ("an older one does not"). The fix, advancing
+ * `observed_at` on every newer mention (products.repo.ts `upsertProductsFromOrders`), writes and
+ * locks each mentioned product's row in every batch: a trade-off left to the owner of the pipeline.
+ * The generator keeps late events free of items meanwhile.
+ */
+const PRODUCTS_FIXED = false;
+appliesWhen(
+  PRODUCTS_FIXED,
+  'known bug left open: a late order renames a product that a newer order named, one event at a time',
+).it('keeps the values of a product’s newest mention, one event at a time as in one batch', async () => {
+  const item = (name: string) => [{ product_id: 'sku-a', name, price: 5, quantity: 1 }];
+  const order = (orderId: string, name: string, late = 0) => ({
+    identity: null,
+    anonymous: { device: 0 },
+    action: { kind: 'order' as const, orderId, status: 'completed', total: 5, items: item(name) },
+    late,
+  });
+  const story: Story = {
+    mergeCap: 100,
+    steps: [
+      order('o1', 'Mug'), // 10:00:00
+      { identity: null, anonymous: { device: 0 }, action: { kind: 'page' }, late: 0 },
+      order('o2', 'Mug'), // 10:00:02: the newest mention
+      order('o3', 'Big mug', 2), // 10:00:01, arriving last
+    ],
+  };
+  const db = svc.rt.deps.db;
+  const [one, batch] = [await svc.newWorkspace('one by one'), await svc.newWorkspace('one batch')];
+  await applyOneByOne(db, one.id, eventsOf(story));
+  await applyThroughLoops(db, batch.id, eventsOf(story), { loops: 1, batchSize: 250, cuts: [] });
+  const name = async (ws: string) =>
+    (await db.query<{ name: string }>('SELECT name FROM products WHERE workspace_id = $1', [ws])).rows[0]
+      ?.name;
+  expect({ oneByOne: await name(one.id), batch: await name(batch.id) }).toEqual({
+    oneByOne: 'Mug',
+    batch: 'Mug',
+  });
+});
