@@ -7,15 +7,22 @@
 // `[needs redis: …]` (the environment lacks something). Under CI=true a skip for a missing service,
 // a skip that does not say why, or a missing engine's report fails the run: CI must test everything.
 //
+// The PostgreSQL pass runs only the files whose run can depend on the engine (scripts/engine-files.mjs,
+// docs/testing.md); each of those in the PGlite report must be in the PostgreSQL report too, or it
+// counts as a skip for a missing service: that engine went untested for it.
+//
 // Each failed test is named with the first lines of its failure, here at the very end, because
 // CI keeps only the tail of a long log and a failure far above it would otherwise go unseen.
 import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { classifyTestFiles } from './engine-files.mjs';
 
 const NOT_APPLICABLE = /\[not applicable(?: on (\w+))?: ([^\]]*)\]/;
 const NEEDS = /\[needs ([^\]:]+)(?:: ([^\]]*))?\]/;
 const ENGINES = ['pglite', 'postgres'];
 const ci = process.env.CI === 'true';
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const files = process.argv.slice(2);
 let passed = 0;
@@ -25,14 +32,18 @@ const failures = [];
 const skips = { notApplicable: new Map(), missing: new Map(), unexplained: new Map() };
 const add = (map, key) => map.set(key, (map.get(key) ?? 0) + 1);
 const perFile = [];
+/** The test files each engine's report holds. */
+const ran = new Map();
 
 for (const file of files) {
   const r = JSON.parse(readFileSync(file, 'utf8'));
   const engine = engineOf(file);
   passed += r.numPassedTests;
   failed += r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0);
-  perFile.push(`${file}: ${r.numPassedTests} passed, ${r.numFailedTests} failed`);
-  for (const suite of r.testResults ?? []) {
+  const suites = r.testResults ?? [];
+  perFile.push(`${file}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, in ${suites.length} files`);
+  ran.set(engine, new Set([...(ran.get(engine) ?? []), ...suites.map((s) => s.name)]));
+  for (const suite of suites) {
     if (suite.status === 'failed' && (suite.assertionResults ?? []).every((t) => t.status !== 'failed')) {
       failures.push(`${file}: ${suite.name} (the file failed to run)\n    ${firstLines(suite.message)}`);
     }
@@ -58,6 +69,16 @@ if (ci) {
   for (const engine of ENGINES)
     if (!present.includes(engine)) add(skips.missing, `${engine}: no report (the run did not happen)`);
 }
+// A file that can tell the engines apart runs on both: one the PostgreSQL pass left out went untested.
+let once = 0;
+if (ran.has('pglite') && ran.has('postgres')) {
+  const onPostgres = ran.get('postgres');
+  for (const [file, c] of classifyTestFiles(ROOT, [...ran.get('pglite')])) {
+    if (!c.bound) once += onPostgres.has(file) ? 0 : 1;
+    else if (!onPostgres.has(file))
+      add(skips.missing, `postgres: ${relative(ROOT, file)} did not run (${c.why})`);
+  }
+}
 
 const total = (map) => [...map.values()].reduce((a, b) => a + b, 0);
 const [notApplicable, missing, unexplained] = [skips.notApplicable, skips.missing, skips.unexplained].map(
@@ -75,6 +96,7 @@ if (unexplained > 0)
   console.log(`SKIPPED WITHOUT SAYING WHY (use test/skips.ts):\n${listed(skips.unexplained)}`);
 for (const f of failures) console.log(`FAILED ${f}`);
 for (const line of perFile) console.log(line);
+if (once > 0) console.log(`(${once} files that cannot tell the engines apart ran on pglite only)`);
 const refused = ci && missing + unexplained > 0;
 if (refused)
   console.log(

@@ -16,30 +16,32 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 type Status = 'passed' | 'failed' | 'skipped';
 
-/** A vitest JSON report of one engine's run with these tests, as `--reporter=json` writes it. */
-function report(engine: string, tests: Array<[string, Status]>): string {
+/**
+ * A vitest JSON report of one engine's run with these tests, as `--reporter=json` writes it, all in
+ * test/some.test.ts (which does not exist, so counts as a file that runs on both engines) or in
+ * the test files named.
+ */
+function report(engine: string, tests: Array<[string, Status]>, testFiles = ['test/some.test.ts']): string {
   const file = join(dir, `${engine}.json`);
   const count = (s: Status) => tests.filter(([, st]) => st === s).length;
   writeFileSync(
     file,
     JSON.stringify({
-      numPassedTests: count('passed'),
-      numFailedTests: count('failed'),
-      numPendingTests: count('skipped'),
+      numPassedTests: count('passed') * testFiles.length,
+      numFailedTests: count('failed') * testFiles.length,
+      numPendingTests: count('skipped') * testFiles.length,
       numTodoTests: 0,
-      testResults: [
-        {
-          name: join(ROOT, 'test', 'some.test.ts'),
-          status: count('failed') > 0 ? 'failed' : 'passed',
-          message: '',
-          assertionResults: tests.map(([fullName, status]) => ({
-            fullName,
-            title: fullName,
-            status,
-            failureMessages: status === 'failed' ? ['AssertionError: no'] : [],
-          })),
-        },
-      ],
+      testResults: testFiles.map((testFile) => ({
+        name: join(ROOT, testFile),
+        status: count('failed') > 0 ? 'failed' : 'passed',
+        message: '',
+        assertionResults: tests.map(([fullName, status]) => ({
+          fullName,
+          title: fullName,
+          status,
+          failureMessages: status === 'failed' ? ['AssertionError: no'] : [],
+        })),
+      })),
     }),
   );
   return file;
@@ -102,6 +104,23 @@ describe('the summary of a test run', () => {
     expect(r.code, r.out).toBe(1);
     expect(r.out).toContain('1 postgres: no report (the run did not happen)');
     expect(summarize([pglite()], false).code).toBe(0);
+  });
+
+  it('fails a CI run whose PostgreSQL pass left out a file that can tell the engines apart', () => {
+    // The parser's tests run the same code on either engine: once is enough. The CLI's start services.
+    const pure = 'src/modules/segments/query/parse.test.ts';
+    const services = 'test/cli.test.ts';
+    const pg = report('pglite', [['works', 'passed']], [pure, services]);
+    const complete = summarize([pg, report('postgres', [['works', 'passed']], [services])], true);
+    expect(complete.code, complete.out).toBe(0);
+    expect(complete.out).toContain('(1 files that cannot tell the engines apart ran on pglite only)');
+    expect(complete.last).toBe(
+      'tests: 3 passed, 0 failed, 0 skipped (0 not applicable, 0 for a missing service)',
+    );
+
+    const partial = summarize([pg, report('postgres', [['works', 'passed']], [pure])], true);
+    expect(partial.code, partial.out).toBe(1);
+    expect(partial.out).toMatch(/1 postgres: test\/cli\.test\.ts did not run \(test\/cli\.test\.ts: .*\)/);
   });
 
   it('counts a skip without a marker as one without a reason, which CI refuses', () => {
