@@ -643,3 +643,26 @@ export function reported(): readonly Line[] {
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One request to a running service with its admin key, as a client sends it: the status, the
+ * parsed body (null when empty) and the text.
+ */
+export async function callApi(
+  svc: Pick<Service, 'url' | 'adminKey'>,
+  method: string,
+  path: string,
+  body?: unknown,
+  // biome-ignore lint/suspicious/noExplicitAny: the API's answer, read field by field after its status
+): Promise<{ status: number; body: any; text: string }> {
+  const res = await fetch(`${svc.url}${path}`, {
+    method,
+    headers: {
+      'x-api-key': svc.adminKey,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null, text };
+}

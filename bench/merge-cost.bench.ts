@@ -17,7 +17,7 @@
  *   BENCH_ENGINES=pglite BENCH_MERGE_SIZES=10,1000 BENCH_MERGE_REPS=2 npm run bench -- merge-cost
  */
 import { randomUUID } from 'node:crypto';
-import { engines, note, report, type Service, sleep, startService } from './lib';
+import { callApi, engines, note, report, type Service, sleep, startService } from './lib';
 
 const SIZES = (process.env.BENCH_MERGE_SIZES ?? '10,1000,10000').split(',').map(Number);
 const REPS = Number(process.env.BENCH_MERGE_REPS ?? 3);
@@ -63,17 +63,9 @@ function batchLog() {
 }
 
 async function call(svc: Service, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${svc.url}${path}`, {
-    method,
-    headers: {
-      'x-api-key': svc.adminKey,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : null;
+  const res = await callApi(svc, method, path, body);
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text.slice(0, 300)}`);
+  return res.body;
 }
 
 async function waitFor<T>(what: string, check: () => Promise<T | null> | T | null, timeoutMs = 600_000) {

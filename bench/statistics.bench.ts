@@ -18,7 +18,7 @@
 
 import type { Db } from '../src/platform/db';
 import { readTableActivity, SIZES_EVERY, STATISTICS_CHECK_MS } from '../src/platform/db/statistics';
-import { engines, note, report, type Service, sleep, startService } from './lib';
+import { callApi, engines, note, report, type Service, sleep, startService } from './lib';
 
 const PROFILES = Number(process.env.BENCH_STAT_PROFILES ?? 200);
 const RUNS = Number(process.env.BENCH_STAT_RUNS ?? 5);
@@ -33,18 +33,7 @@ const QUERY = {
   },
 };
 
-async function call(svc: Service, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${svc.url}${path}`, {
-    method,
-    headers: {
-      'x-api-key': svc.adminKey,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null, text };
-}
+const call = callApi;
 
 function eventsOf(i: number) {
   const identity = `shopper${i}@example.com`;
