@@ -6,13 +6,16 @@ import {
   type Applied,
   applyOneByOne,
   applyThroughLoops,
+  comparable,
   configureWorkspace,
   eventsOf,
+  FIXED,
   type ModelCounts,
   model,
   modelView,
   type Run,
   runArb,
+  type Snapshot,
   type Story,
   snapshot,
   storyArb,
@@ -111,7 +114,10 @@ async function check(story: Story, run: Run): Promise<void> {
   // The reference itself follows the documented rules...
   expect(modelView(want), 'one event at a time agrees with the model').toEqual(expected.view);
   // ...and any loops and batches come to exactly the same rows.
-  expect(got, `${run.loops} loops, batches of ${run.batchSize} (${applied.batches.join(' ')})`).toEqual(want);
+  expect(
+    comparable(got),
+    `${run.loops} loops, batches of ${run.batchSize} (${applied.batches.join(' ')})`,
+  ).toEqual(comparable(want));
 }
 
 describe('the event pipeline, against one event at a time and the model', () => {
@@ -153,8 +159,51 @@ describe('the event pipeline, against one event at a time and the model', () => 
   }, 600_000);
 });
 
+/** Both ways of applying a story, side by side: one event at a time, and all of it in one batch. */
+async function oneByOneAndOneBatch(story: Story): Promise<{ oneByOne: Snapshot; batch: Snapshot }> {
+  const db = svc.rt.deps.db;
+  const [one, batch] = [await svc.newWorkspace('one by one'), await svc.newWorkspace('one batch')];
+  await applyOneByOne(db, one.id, eventsOf(story));
+  await applyThroughLoops(db, batch.id, eventsOf(story), { loops: 1, batchSize: 250, cuts: [] });
+  return { oneByOne: await snapshot(db, one.id), batch: await snapshot(db, batch.id) };
+}
+
 /**
- * Found by this proof and left failing, not fixed: one event at a time, a product's `observed_at`
+ * Found by this proof and left open (src/modules/processing is being rewritten): the orders step runs
+ * after every merge of the batch, so a guest's order completed before the identify that merges the
+ * guest into a customer, in the same batch, is reported about the customer, after the merge.
+ */
+appliesWhen(
+  FIXED.orderFactsInArrivalOrder,
+  'known bug left open: an order fact follows a later event’s merge in one batch',
+).it('reports a guest’s order before the merge that a later event of the same batch makes', async () => {
+  const { oneByOne, batch } = await oneByOneAndOneBatch({
+    mergeCap: 100,
+    steps: [
+      {
+        identity: null,
+        anonymous: { device: 0 },
+        action: { kind: 'order', orderId: 'o1', status: 'completed', total: 5, items: [] },
+        late: 0,
+      },
+      {
+        identity: { person: 0, kind: 'email' },
+        anonymous: null,
+        action: { kind: 'identify', traits: {} },
+        late: 0,
+      },
+      { identity: { person: 0, kind: 'email' }, anonymous: { device: 0 }, action: { kind: 'page' }, late: 0 },
+    ],
+  });
+  expect(oneByOne.facts['P(m0)']).toEqual([
+    'profile.created by m0',
+    expect.stringMatching(/^order.completed /),
+  ]);
+  expect(batch.facts).toEqual(oneByOne.facts);
+});
+
+/**
+ * Found by this proof and left open: one event at a time, a product's `observed_at`
  * moves only when a mention changes it, so an order that arrives late (older than a newer order that
  * named the product with the same values) still renames it; a batch folds its mentions by time and
  * keeps the newest, as docs/commerce.md says ("an older one does not"). The fix, advancing
@@ -162,9 +211,8 @@ describe('the event pipeline, against one event at a time and the model', () => 
  * locks each mentioned product's row in every batch: a trade-off left to the owner of the pipeline.
  * The generator keeps late events free of items meanwhile.
  */
-const PRODUCTS_FIXED = false;
 appliesWhen(
-  PRODUCTS_FIXED,
+  FIXED.productsNewestMention,
   'known bug left open: a late order renames a product that a newer order named, one event at a time',
 ).it('keeps the values of a product’s newest mention, one event at a time as in one batch', async () => {
   const item = (name: string) => [{ product_id: 'sku-a', name, price: 5, quantity: 1 }];
@@ -174,7 +222,7 @@ appliesWhen(
     action: { kind: 'order' as const, orderId, status: 'completed', total: 5, items: item(name) },
     late,
   });
-  const story: Story = {
+  const { oneByOne, batch } = await oneByOneAndOneBatch({
     mergeCap: 100,
     steps: [
       order('o1', 'Mug'), // 10:00:00
@@ -182,16 +230,7 @@ appliesWhen(
       order('o2', 'Mug'), // 10:00:02: the newest mention
       order('o3', 'Big mug', 2), // 10:00:01, arriving last
     ],
-  };
-  const db = svc.rt.deps.db;
-  const [one, batch] = [await svc.newWorkspace('one by one'), await svc.newWorkspace('one batch')];
-  await applyOneByOne(db, one.id, eventsOf(story));
-  await applyThroughLoops(db, batch.id, eventsOf(story), { loops: 1, batchSize: 250, cuts: [] });
-  const name = async (ws: string) =>
-    (await db.query<{ name: string }>('SELECT name FROM products WHERE workspace_id = $1', [ws])).rows[0]
-      ?.name;
-  expect({ oneByOne: await name(one.id), batch: await name(batch.id) }).toEqual({
-    oneByOne: 'Mug',
-    batch: 'Mug',
   });
+  const name = (s: Snapshot) => (s.products['sku-a'] as { name: string }).name;
+  expect({ oneByOne: name(oneByOne), batch: name(batch) }).toEqual({ oneByOne: 'Mug', batch: 'Mug' });
 });

@@ -19,6 +19,26 @@ import { createLogger } from '../platform/logger';
  */
 
 // ---------------------------------------------------------------------------------------------
+// What the proof found that is still open (docs/decisions.md, "The pipeline's equality proof"):
+// each has a skipped test of its own in merge-equivalence.property.test.ts, and the property leaves
+// it out meanwhile. The fix sets its flag, which runs that test and puts the case back in the
+// property.
+
+export const FIXED = {
+  /**
+   * In one batch an order's `order.completed` is written after every merge of the batch: it names
+   * the survivor of a merge a later event caused, after that merge's `profile.merged`. Meanwhile the
+   * property compares order facts by order, not by profile and place.
+   */
+  orderFactsInArrivalOrder: false,
+  /**
+   * One event at a time, a late order renames a product a newer order named with the same values.
+   * Meanwhile the generator gives late order events no items.
+   */
+  productsNewestMention: false,
+};
+
+// ---------------------------------------------------------------------------------------------
 // The stories
 
 export const PEOPLE = 3;
@@ -164,9 +184,12 @@ const stepArb: fc.Arbitrary<Step> = fc
   })
   // The door refuses an event with neither field (a junk value is accepted: the worker dead-letters it).
   .filter((s) => s.identity !== null || s.anonymous !== null)
-  // Products are mentioned in time order only: a late mention meets the products bug the proof
-  // found (see the test "a product keeps the values of its newest mention").
-  .map((s) => (s.late > 0 && s.action.kind === 'order' ? { ...s, action: { ...s.action, items: [] } } : s));
+  // Until FIXED.productsNewestMention, products are mentioned in time order only.
+  .map((s) =>
+    !FIXED.productsNewestMention && s.late > 0 && s.action.kind === 'order'
+      ? { ...s, action: { ...s.action, items: [] } }
+      : s,
+  );
 
 /**
  * A sign-in: the device browses anonymously, the person is known from elsewhere (a server-side
@@ -771,6 +794,22 @@ export async function snapshot(
       .sort()
       .map((r) => JSON.parse(r));
   return out;
+}
+
+/**
+ * The snapshot as the property compares it until FIXED.orderFactsInArrivalOrder: `order.completed`
+ * facts taken out of their profile's list into one list by order (the profile they name and their
+ * place among that profile's facts is the open difference); every other fact stays in place.
+ */
+export function comparable(s: Snapshot): Snapshot {
+  if (FIXED.orderFactsInArrivalOrder) return s;
+  const facts: Record<string, string[]> = {};
+  const orders: string[] = [];
+  for (const [subject, lines] of Object.entries(s.facts)) {
+    facts[subject] = lines.filter((l) => !l.startsWith('order.completed'));
+    orders.push(...lines.filter((l) => l.startsWith('order.completed')));
+  }
+  return { ...s, facts: { ...facts, 'order.completed, any profile': orders.sort() } };
 }
 
 /** The snapshot read as the model's view, to hold the reference run to what the docs say. */
