@@ -203,13 +203,16 @@ appliesWhen(
 });
 
 /**
- * Found by this proof and left open: one event at a time, a product's `observed_at`
- * moves only when a mention changes it, so an order that arrives late (older than a newer order that
- * named the product with the same values) still renames it; a batch folds its mentions by time and
- * keeps the newest, as docs/commerce.md says ("an older one does not"). The fix, advancing
- * `observed_at` on every newer mention (products.repo.ts `upsertProductsFromOrders`), writes and
- * locks each mentioned product's row in every batch: a trade-off left to the owner of the pipeline.
- * The generator keeps late events free of items meanwhile.
+ * Found by this proof and left open: a product made from orders keeps its values as of the mentions
+ * in the order they were applied. One event at a time its `observed_at` moves only when a mention
+ * changes it, so an order that arrives late (older than a newer order that named the product with
+ * the same values) still renames it; a batch folds its mentions by time and keeps the newest, as
+ * docs/commerce.md says ("an older one does not"). Across loops, mentions apply in commit order
+ * (the property met a newer mention without a category, committed first, keeping an older one's
+ * category out). The fix (per-field times, or at least `observed_at` advanced on every newer
+ * mention in products.repo.ts `upsertProductsFromOrders`) writes and locks each mentioned product's
+ * row in every batch: a trade-off left to the owner of the pipeline. Meanwhile the generator gives
+ * all mentions of a product the same values.
  */
 appliesWhen(
   FIXED.productsNewestMention,
