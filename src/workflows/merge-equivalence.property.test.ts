@@ -1,18 +1,21 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../test/harness';
-import { appliesWhen } from '../../test/skips';
+import { appliesWhen, ENGINE } from '../../test/skips';
 import {
   type Applied,
   applyOneByOne,
   applyThroughLoops,
+  comparable,
   configureWorkspace,
   eventsOf,
+  FIXED,
   type ModelCounts,
   model,
   modelView,
   type Run,
   runArb,
+  type Snapshot,
   type Story,
   snapshot,
   storyArb,
@@ -37,11 +40,24 @@ import {
  * MERGE_PROOF_NO_SHARED_ORDERS keep a known difference out while another is looked for).
  */
 let svc: TestService;
+/**
+ * Where the reference runs. On PostgreSQL a second service (a schema of its own), so that both runs
+ * go at once; on PGlite the same one, one run after the other (its one connection would queue them).
+ */
+let ref: TestService;
 beforeAll(async () => {
   // No worker of the service's own: each run starts the loops it applies its events with.
-  svc = await startTestService({ ROLE: 'api' });
+  const start = () => startTestService({ ROLE: 'api' });
+  if (ENGINE === 'postgres') [svc, ref] = await Promise.all([start(), start()]);
+  else {
+    svc = await start();
+    ref = svc;
+  }
 });
-afterAll(async () => svc?.close());
+afterAll(async () => {
+  await svc?.close();
+  if (ref !== svc) await ref?.close();
+});
 
 const RUNS = process.env.CI ? 200 : Number(process.env.MERGE_PROOF_RUNS ?? 60);
 
@@ -70,23 +86,38 @@ function note(run: Run, applied: Applied, counts: ModelCounts) {
 }
 
 async function check(story: Story, run: Run): Promise<void> {
-  const db = svc.rt.deps.db;
+  const [db, refDb] = [svc.rt.deps.db, ref.rt.deps.db];
   const events = eventsOf(story);
-  const [reference, underTest] = [await svc.newWorkspace('reference'), await svc.newWorkspace('under test')];
-  await configureWorkspace(db, reference.id, story);
-  await configureWorkspace(db, underTest.id, story);
+  const [reference, underTest] = await Promise.all([
+    ref.newWorkspace('reference'),
+    svc.newWorkspace('under test'),
+  ]);
+  await Promise.all([
+    configureWorkspace(refDb, reference.id, story),
+    configureWorkspace(db, underTest.id, story),
+  ]);
 
-  await applyOneByOne(db, reference.id, events);
-  const applied = await applyThroughLoops(db, underTest.id, events, run);
+  let applied: Applied;
+  if (ref === svc) {
+    await applyOneByOne(refDb, reference.id, events);
+    applied = await applyThroughLoops(db, underTest.id, events, run);
+  } else {
+    [, applied] = await Promise.all([
+      applyOneByOne(refDb, reference.id, events),
+      applyThroughLoops(db, underTest.id, events, run),
+    ]);
+  }
 
-  const want = await snapshot(db, reference.id);
-  const got = await snapshot(db, underTest.id);
+  const [want, got] = await Promise.all([snapshot(refDb, reference.id), snapshot(db, underTest.id)]);
   const expected = model(story);
   note(run, applied, expected.counts);
   // The reference itself follows the documented rules...
   expect(modelView(want), 'one event at a time agrees with the model').toEqual(expected.view);
   // ...and any loops and batches come to exactly the same rows.
-  expect(got, `${run.loops} loops, batches of ${run.batchSize} (${applied.batches.join(' ')})`).toEqual(want);
+  expect(
+    comparable(got),
+    `${run.loops} loops, batches of ${run.batchSize} (${applied.batches.join(' ')})`,
+  ).toEqual(comparable(want));
 }
 
 describe('the event pipeline, against one event at a time and the model', () => {
@@ -109,7 +140,8 @@ describe('the event pipeline, against one event at a time and the model', () => 
     );
     // The generator reached what the proof is about (each is met in well over these shares of 200
     // runs: docs/testing.md).
-    if (seen.runs >= 200) {
+    const narrowed = ['BATCH', 'NO_MERGES', 'NO_SHARED_ORDERS'].some((k) => process.env[`MERGE_PROOF_${k}`]);
+    if (seen.runs >= 200 && !narrowed) {
       expect(seen.multiLoop, 'runs with several loops').toBeGreaterThan(seen.runs / 2);
       expect(seen.multiEventBatch, 'runs with a batch of several events').toBeGreaterThan(seen.runs / 4);
       expect(seen.merges, 'runs with a merge').toBeGreaterThan(seen.runs / 3);
@@ -127,18 +159,63 @@ describe('the event pipeline, against one event at a time and the model', () => 
   }, 600_000);
 });
 
+/** Both ways of applying a story, side by side: one event at a time, and all of it in one batch. */
+async function oneByOneAndOneBatch(story: Story): Promise<{ oneByOne: Snapshot; batch: Snapshot }> {
+  const db = svc.rt.deps.db;
+  const [one, batch] = [await svc.newWorkspace('one by one'), await svc.newWorkspace('one batch')];
+  await applyOneByOne(db, one.id, eventsOf(story));
+  await applyThroughLoops(db, batch.id, eventsOf(story), { loops: 1, batchSize: 250, cuts: [] });
+  return { oneByOne: await snapshot(db, one.id), batch: await snapshot(db, batch.id) };
+}
+
 /**
- * Found by this proof and left failing, not fixed: one event at a time, a product's `observed_at`
- * moves only when a mention changes it, so an order that arrives late (older than a newer order that
- * named the product with the same values) still renames it; a batch folds its mentions by time and
- * keeps the newest, as docs/commerce.md says ("an older one does not"). The fix, advancing
- * `observed_at` on every newer mention (products.repo.ts `upsertProductsFromOrders`), writes and
- * locks each mentioned product's row in every batch: a trade-off left to the owner of the pipeline.
- * The generator keeps late events free of items meanwhile.
+ * Found by this proof and left open (src/modules/processing is being rewritten): the orders step runs
+ * after every merge of the batch, so a guest's order completed before the identify that merges the
+ * guest into a customer, in the same batch, is reported about the customer, after the merge.
  */
-const PRODUCTS_FIXED = false;
 appliesWhen(
-  PRODUCTS_FIXED,
+  FIXED.orderFactsInArrivalOrder,
+  'known bug left open: an order fact follows a later event’s merge in one batch',
+).it('reports a guest’s order before the merge that a later event of the same batch makes', async () => {
+  const { oneByOne, batch } = await oneByOneAndOneBatch({
+    mergeCap: 100,
+    steps: [
+      {
+        identity: null,
+        anonymous: { device: 0 },
+        action: { kind: 'order', orderId: 'o1', status: 'completed', total: 5, items: [] },
+        late: 0,
+      },
+      {
+        identity: { person: 0, kind: 'email' },
+        anonymous: null,
+        action: { kind: 'identify', traits: {} },
+        late: 0,
+      },
+      { identity: { person: 0, kind: 'email' }, anonymous: { device: 0 }, action: { kind: 'page' }, late: 0 },
+    ],
+  });
+  expect(oneByOne.facts['P(m0)']).toEqual([
+    'profile.created by m0',
+    expect.stringMatching(/^order.completed /),
+  ]);
+  expect(batch.facts).toEqual(oneByOne.facts);
+});
+
+/**
+ * Found by this proof and left open: a product made from orders keeps its values as of the mentions
+ * in the order they were applied. One event at a time its `observed_at` moves only when a mention
+ * changes it, so an order that arrives late (older than a newer order that named the product with
+ * the same values) still renames it; a batch folds its mentions by time and keeps the newest, as
+ * docs/commerce.md says ("an older one does not"). Across loops, mentions apply in commit order
+ * (the property met a newer mention without a category, committed first, keeping an older one's
+ * category out). The fix (per-field times, or at least `observed_at` advanced on every newer
+ * mention in products.repo.ts `upsertProductsFromOrders`) writes and locks each mentioned product's
+ * row in every batch: a trade-off left to the owner of the pipeline. Meanwhile the generator gives
+ * all mentions of a product the same values.
+ */
+appliesWhen(
+  FIXED.productsNewestMention,
   'known bug left open: a late order renames a product that a newer order named, one event at a time',
 ).it('keeps the values of a product’s newest mention, one event at a time as in one batch', async () => {
   const item = (name: string) => [{ product_id: 'sku-a', name, price: 5, quantity: 1 }];
@@ -148,7 +225,7 @@ appliesWhen(
     action: { kind: 'order' as const, orderId, status: 'completed', total: 5, items: item(name) },
     late,
   });
-  const story: Story = {
+  const { oneByOne, batch } = await oneByOneAndOneBatch({
     mergeCap: 100,
     steps: [
       order('o1', 'Mug'), // 10:00:00
@@ -156,16 +233,7 @@ appliesWhen(
       order('o2', 'Mug'), // 10:00:02: the newest mention
       order('o3', 'Big mug', 2), // 10:00:01, arriving last
     ],
-  };
-  const db = svc.rt.deps.db;
-  const [one, batch] = [await svc.newWorkspace('one by one'), await svc.newWorkspace('one batch')];
-  await applyOneByOne(db, one.id, eventsOf(story));
-  await applyThroughLoops(db, batch.id, eventsOf(story), { loops: 1, batchSize: 250, cuts: [] });
-  const name = async (ws: string) =>
-    (await db.query<{ name: string }>('SELECT name FROM products WHERE workspace_id = $1', [ws])).rows[0]
-      ?.name;
-  expect({ oneByOne: await name(one.id), batch: await name(batch.id) }).toEqual({
-    oneByOne: 'Mug',
-    batch: 'Mug',
   });
+  const name = (s: Snapshot) => (s.products['sku-a'] as { name: string }).name;
+  expect({ oneByOne: name(oneByOne), batch: name(batch) }).toEqual({ oneByOne: 'Mug', batch: 'Mug' });
 });

@@ -19,6 +19,29 @@ import { createLogger } from '../platform/logger';
  */
 
 // ---------------------------------------------------------------------------------------------
+// What the proof found that is still open (docs/decisions.md, "The pipeline's equality proof"):
+// each has a skipped test of its own in merge-equivalence.property.test.ts, and the property leaves
+// it out meanwhile. The fix sets its flag, which runs that test and puts the case back in the
+// property.
+
+export const FIXED = {
+  /**
+   * In one batch an order's `order.completed` is written after every merge of the batch: it names
+   * the survivor of a merge a later event caused, after that merge's `profile.merged`. Meanwhile the
+   * property compares order facts by order, not by profile and place.
+   */
+  orderFactsInArrivalOrder: false,
+  /**
+   * A product made from orders keeps the values of the mentions in the order they are applied, not
+   * of the newest: one event at a time a late order renames a product a newer order named with the
+   * same values, and two loops applying unlinked people's orders apply them in commit order (a
+   * newer mention without a category, committed first, keeps an older one's category out).
+   * Meanwhile every mention of a product carries the same values.
+   */
+  productsNewestMention: false,
+};
+
+// ---------------------------------------------------------------------------------------------
 // The stories
 
 export const PEOPLE = 3;
@@ -114,7 +137,7 @@ const traitsArb: fc.Arbitrary<Traits> = fc.record(
   { requiredKeys: [] },
 );
 
-const itemArb: fc.Arbitrary<Item> = fc.record(
+const anyItemArb: fc.Arbitrary<Item> = fc.record(
   {
     product_id: fc.constantFrom('sku-a', 'sku-b'),
     name: fc.constantFrom('Mug', 'Big mug'),
@@ -124,6 +147,17 @@ const itemArb: fc.Arbitrary<Item> = fc.record(
   },
   { requiredKeys: ['product_id', 'name', 'price', 'quantity'] },
 );
+/** Until FIXED.productsNewestMention, one product's mentions all say the same. */
+const itemArb: fc.Arbitrary<Item> = FIXED.productsNewestMention
+  ? anyItemArb
+  : fc
+      .record({ product_id: fc.constantFrom('sku-a', 'sku-b'), quantity: fc.constantFrom(1, 2) })
+      .map((i) => ({
+        ...i,
+        ...(i.product_id === 'sku-a'
+          ? { name: 'Mug', price: 5, category: 'kitchen' }
+          : { name: 'Big mug', price: 7.5 }),
+      }));
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ kind: 'page' as const }) },
@@ -163,10 +197,7 @@ const stepArb: fc.Arbitrary<Step> = fc
     ),
   })
   // The door refuses an event with neither field (a junk value is accepted: the worker dead-letters it).
-  .filter((s) => s.identity !== null || s.anonymous !== null)
-  // Products are mentioned in time order only: a late mention meets the products bug the proof
-  // found (see the test "a product keeps the values of its newest mention").
-  .map((s) => (s.late > 0 && s.action.kind === 'order' ? { ...s, action: { ...s.action, items: [] } } : s));
+  .filter((s) => s.identity !== null || s.anonymous !== null);
 
 /**
  * A sign-in: the device browses anonymously, the person is known from elsewhere (a server-side
@@ -551,8 +582,9 @@ export async function applyThroughLoops(
   const loop = await startProcessingLoop(db, log, {
     batchSize: run.batchSize,
     concurrency: run.loops,
+    // Each append kicks the loops; idle ones need not poll the database hard meanwhile.
     minIdleMs: 1,
-    maxIdleMs: 5,
+    maxIdleMs: 20,
   });
   try {
     const cuts = [0, ...run.cuts.filter((c) => c < events.length).sort((a, b) => a - b), events.length];
@@ -590,7 +622,7 @@ export async function waitDrained(db: Db, timeoutMs = 30_000): Promise<void> {
       left = await countBacklog(db);
       return left === 0;
     },
-    { what: 'every event to be processed', timeoutMs, intervalMs: 5, detail: () => `${left} waiting` },
+    { what: 'every event to be processed', timeoutMs, intervalMs: 10, detail: () => `${left} waiting` },
   );
 }
 
@@ -664,26 +696,56 @@ export async function snapshot(
 ): Promise<Snapshot> {
   const q = async (sql: string) =>
     (await db.query<Record<string, unknown>>(sql, [workspaceId])).rows.map(row);
-  const events = await q(
-    `SELECT e.id, e.message_id, a.profile_id, a.occurred_at, a.event_type, a.event_name
-       FROM events e LEFT JOIN event_profiles a ON a.seq = e.seq WHERE e.workspace_id = $1 ORDER BY e.seq`,
-  );
-  const created = await q(
-    `SELECT data->>'profile_id' AS profile_id, data->>'source_event_id' AS event_id
-       FROM outbox WHERE workspace_id = $1 AND type = 'profile.created'`,
-  );
+  // Read at once (nothing writes any more): on PostgreSQL each read takes a connection of its own.
+  const [events, deadLetters, properties, profiles, nodes, edges, lineage, orders, products] =
+    await Promise.all([
+      q(`SELECT e.id, e.message_id, a.profile_id, a.occurred_at, a.event_type, a.event_name
+           FROM events e LEFT JOIN event_profiles a ON a.seq = e.seq WHERE e.workspace_id = $1 ORDER BY e.seq`),
+      q(`SELECT e.message_id, d.reason FROM dead_letters d JOIN events e ON e.seq = d.event_seq
+          WHERE d.workspace_id = $1`),
+      q(`SELECT e.message_id, p.profile_id, p.event_name, p.event_type, p.occurred_at, p.path, p.kind,
+                p.num::text AS num, p.str, p.bool
+           FROM event_properties p JOIN events e ON e.seq = p.seq WHERE p.workspace_id = $1`),
+      q(`SELECT id, email, first_name, last_name, attributes, field_times, total_spend::text AS total_spend,
+                completed_orders, completed_first_at, completed_last_at, merged_into, created_at
+           FROM profiles WHERE workspace_id = $1`),
+      q(
+        `SELECT id, type, value, profile_id, first_seen, last_seen FROM identity_nodes WHERE workspace_id = $1`,
+      ),
+      q(`SELECT from_node, to_node, event_id FROM identity_edges WHERE workspace_id = $1`),
+      q(`SELECT profile_id, path, old_value, new_value, source_type, source_id, merged_from, occurred_at
+           FROM profile_lineage WHERE workspace_id = $1`),
+      q(`SELECT order_id, profile_id, status, total::text AS total, currency, items, occurred_at, event_id,
+                status_at, completed_at
+           FROM orders WHERE workspace_id = $1`),
+      q(`SELECT product_id, name, price::text AS price, currency, category, source
+           FROM products WHERE workspace_id = $1`),
+    ]);
+  const [accounts, members, facts, segmentMarks, rescoringMarks] = await Promise.all([
+    q(`SELECT group_id, traits, traits_at::text AS traits_at, first_seen_at, last_seen_at
+         FROM accounts WHERE workspace_id = $1`),
+    q(
+      `SELECT group_id, profile_id, first_seen_at, last_seen_at FROM account_members WHERE workspace_id = $1`,
+    ),
+    q(`SELECT type, data FROM outbox WHERE workspace_id = $1 ORDER BY seq`),
+    opts.marks === false ? [] : q('SELECT profile_id FROM segment_dirty_profiles WHERE workspace_id = $1'),
+    opts.marks === false
+      ? []
+      : q('SELECT profile_id FROM intelligence_dirty_profiles WHERE workspace_id = $1'),
+  ]);
   const messageOf = new Map(events.map((e) => [e.id as string, e.message_id as string]));
-  const nameOf = new Map(
-    created.map((c) => [
-      c.profile_id as string,
-      profileName(messageOf.get(c.event_id as string) ?? String(c.event_id)),
-    ]),
-  );
+  const nameOf = new Map<string, string>();
+  for (const f of facts) {
+    const d = f.data as Record<string, unknown>;
+    if (f.type !== 'profile.created') continue;
+    const by = String(d.source_event_id);
+    nameOf.set(String(d.profile_id), profileName(messageOf.get(by) ?? by));
+  }
 
   const snap: Snapshot = {
     events: {},
     deadLetters: {},
-    properties: [],
+    properties: properties.map((p) => JSON.stringify(p)).sort(),
     profiles: {},
     identifiers: {},
     edges: [],
@@ -693,83 +755,27 @@ export async function snapshot(
     accounts: {},
     members: {},
     facts: {},
-    marks: { segments: [], rescoring: [] },
+    marks: {
+      segments: segmentMarks.map((r) => r.profile_id as string),
+      rescoring: rescoringMarks.map((r) => r.profile_id as string),
+    },
   };
-  for (const e of events) {
-    const { id: _id, message_id, ...rest } = e;
-    snap.events[message_id as string] = rest;
-  }
-  for (const d of await q(
-    `SELECT e.message_id, d.reason FROM dead_letters d JOIN events e ON e.seq = d.event_seq
-      WHERE d.workspace_id = $1`,
-  ))
-    snap.deadLetters[d.message_id as string] = d.reason as string;
-  snap.properties = (
-    await q(
-      `SELECT e.message_id, p.profile_id, p.event_name, p.event_type, p.occurred_at, p.path, p.kind,
-              p.num::text AS num, p.str, p.bool
-         FROM event_properties p JOIN events e ON e.seq = p.seq WHERE p.workspace_id = $1`,
-    )
-  )
-    .map((p) => JSON.stringify(p))
-    .sort();
-  for (const p of await q(
-    `SELECT id, email, first_name, last_name, attributes, field_times, total_spend::text AS total_spend,
-            completed_orders, completed_first_at, completed_last_at, merged_into, created_at
-       FROM profiles WHERE workspace_id = $1`,
-  )) {
-    const { id, ...rest } = p;
-    snap.profiles[id as string] = rest;
-  }
-  const nodes = await q(
-    `SELECT id, type, value, profile_id, first_seen, last_seen FROM identity_nodes WHERE workspace_id = $1`,
-  );
+  for (const { id: _id, message_id, ...rest } of events) snap.events[message_id as string] = rest;
+  for (const d of deadLetters) snap.deadLetters[d.message_id as string] = d.reason as string;
+  for (const { id, ...rest } of profiles) snap.profiles[id as string] = rest;
   const nodeName = new Map(nodes.map((n) => [n.id as string, `${n.type}:${n.value}`]));
-  for (const n of nodes) {
-    const { id: _id, type, value, ...rest } = n;
-    snap.identifiers[`${type}:${value}`] = rest;
-  }
-  snap.edges = (await q(`SELECT from_node, to_node, event_id FROM identity_edges WHERE workspace_id = $1`))
+  for (const { id: _id, type, value, ...rest } of nodes) snap.identifiers[`${type}:${value}`] = rest;
+  snap.edges = edges
     .map(
       (e) => `${nodeName.get(e.from_node as string)} → ${nodeName.get(e.to_node as string)} by ${e.event_id}`,
     )
     .sort();
-  for (const l of await q(
-    `SELECT profile_id, path, old_value, new_value, source_type, source_id, merged_from, occurred_at
-       FROM profile_lineage WHERE workspace_id = $1 ORDER BY seq`,
-  )) {
-    const { profile_id, ...rest } = l;
-    push(snap.lineage, profile_id as string, rest);
-  }
-  for (const o of await q(
-    `SELECT order_id, profile_id, status, total::text AS total, currency, items, occurred_at, event_id,
-            status_at, completed_at
-       FROM orders WHERE workspace_id = $1`,
-  )) {
-    const { order_id, ...rest } = o;
-    snap.orders[order_id as string] = rest;
-  }
-  for (const p of await q(
-    `SELECT product_id, name, price::text AS price, currency, category, source
-       FROM products WHERE workspace_id = $1`,
-  )) {
-    const { product_id, ...rest } = p;
-    snap.products[product_id as string] = rest;
-  }
-  for (const a of await q(
-    `SELECT group_id, traits, traits_at::text AS traits_at, first_seen_at, last_seen_at
-       FROM accounts WHERE workspace_id = $1`,
-  )) {
-    const { group_id, ...rest } = a;
-    snap.accounts[group_id as string] = rest;
-  }
-  for (const m of await q(
-    `SELECT group_id, profile_id, first_seen_at, last_seen_at FROM account_members WHERE workspace_id = $1`,
-  )) {
-    const { group_id, profile_id, ...rest } = m;
-    snap.members[`${group_id}|${profile_id}`] = rest;
-  }
-  for (const f of await q(`SELECT type, data FROM outbox WHERE workspace_id = $1 ORDER BY seq`)) {
+  for (const { profile_id, ...rest } of lineage) push(snap.lineage, profile_id as string, rest);
+  for (const { order_id, ...rest } of orders) snap.orders[order_id as string] = rest;
+  for (const { product_id, ...rest } of products) snap.products[product_id as string] = rest;
+  for (const { group_id, ...rest } of accounts) snap.accounts[group_id as string] = rest;
+  for (const { group_id, profile_id, ...rest } of members) snap.members[`${group_id}|${profile_id}`] = rest;
+  for (const f of facts) {
     const d = f.data as Record<string, unknown>;
     const subject = String(d.profile_id ?? d.primary_profile_id);
     let line: string;
@@ -781,14 +787,6 @@ export async function snapshot(
       line = `order.completed ${JSON.stringify(order)}`;
     } else line = `${f.type} ${JSON.stringify(d)}`;
     push(snap.facts, subject, line);
-  }
-  if (opts.marks !== false) {
-    snap.marks.segments = (
-      await q('SELECT profile_id FROM segment_dirty_profiles WHERE workspace_id = $1')
-    ).map((r) => r.profile_id as string);
-    snap.marks.rescoring = (
-      await q('SELECT profile_id FROM intelligence_dirty_profiles WHERE workspace_id = $1')
-    ).map((r) => r.profile_id as string);
   }
 
   // Names for every id: profiles after the event that created them, events by their message ids.
@@ -804,6 +802,22 @@ export async function snapshot(
       .sort()
       .map((r) => JSON.parse(r));
   return out;
+}
+
+/**
+ * The snapshot as the property compares it until FIXED.orderFactsInArrivalOrder: `order.completed`
+ * facts taken out of their profile's list into one list by order (the profile they name and their
+ * place among that profile's facts is the open difference); every other fact stays in place.
+ */
+export function comparable(s: Snapshot): Snapshot {
+  if (FIXED.orderFactsInArrivalOrder) return s;
+  const facts: Record<string, string[]> = {};
+  const orders: string[] = [];
+  for (const [subject, lines] of Object.entries(s.facts)) {
+    facts[subject] = lines.filter((l) => !l.startsWith('order.completed'));
+    orders.push(...lines.filter((l) => l.startsWith('order.completed')));
+  }
+  return { ...s, facts: { ...facts, 'order.completed, any profile': orders.sort() } };
 }
 
 /** The snapshot read as the model's view, to hold the reference run to what the docs say. */
