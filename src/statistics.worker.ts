@@ -15,7 +15,7 @@ export const STATISTICS_EXEMPT: readonly StatisticsExemption[] = [];
 
 /**
  * The planner's statistics of every table, kept current in every worker process (PGlite has no
- * autovacuum; a server may run without it). A check every few seconds on the worker lane: on PGlite
+ * autovacuum; a server may run without it). A check every second on the worker lane: on PGlite
  * requests go first on the one connection; on PostgreSQL the processes share the work through an
  * advisory lock per table.
  */
