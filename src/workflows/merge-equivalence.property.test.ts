@@ -237,3 +237,27 @@ appliesWhen(
   const name = (s: Snapshot) => (s.products['sku-a'] as { name: string }).name;
   expect({ oneByOne: name(oneByOne), batch: name(batch) }).toEqual({ oneByOne: 'Mug', batch: 'Mug' });
 });
+
+/**
+ * Found by the two-worker run of this proof: an edge names the event that first put two identifiers
+ * together. An e-mail that an earlier event of the same batch created is, for a later event, as old
+ * as it is one event at a time, so a device linked to it only through a merge gets no edge of its
+ * own (it got one when "new here" meant new in the batch).
+ */
+it('records an edge only for the event that created one of its identifiers or merged them, in one batch as one at a time', async () => {
+  const email = { person: 0, kind: 'email' as const };
+  const crm = { person: 0, kind: 'crm' as const };
+  const identify = { kind: 'identify' as const, traits: {} };
+  const { oneByOne, batch } = await oneByOneAndOneBatch({
+    mergeCap: 100,
+    steps: [
+      { identity: crm, anonymous: { device: 0 }, action: { kind: 'page' }, late: 0 },
+      { identity: crm, anonymous: { device: 1 }, action: { kind: 'page' }, late: 0 },
+      { identity: email, anonymous: null, action: identify, late: 0 }, // the e-mail's node
+      { identity: email, anonymous: { device: 0 }, action: { kind: 'page' }, late: 0 }, // a merge
+      { identity: email, anonymous: { device: 1 }, action: { kind: 'page' }, late: 0 }, // nothing new
+    ],
+  });
+  expect(oneByOne.edges.map((e) => e.replace(/.* by /, 'by ')).sort()).toEqual(['by m0', 'by m1', 'by m3']);
+  expect(batch.edges).toEqual(oneByOne.edges);
+});

@@ -19,6 +19,13 @@ interface Node {
   /** When this unit gave the identifier to a profile (first_seen of a new node; last_seen advances). */
   seenAt: Date | null;
   isNew: boolean;
+  /**
+   * The event that created the node in this unit, if one did. An edge records the event that first
+   * put two identifiers together: a node another event of the same batch created is, for a later
+   * event, as old as it would be had the batch been cut between them (one event per batch is the
+   * reference: docs/profiles.md).
+   */
+  createdBy: string | null;
   dirty: boolean;
 }
 
@@ -49,11 +56,14 @@ export interface GraphBatch {
     profileIds: readonly string[],
     mergedCounts: (tx: Queryable, ids: readonly string[]) => Promise<ReadonlyMap<string, number>>,
   ): Promise<void>;
-  /** Gives the profile the identifier (creating its node, or moving it from another profile). */
-  attach(profileId: string, workspaceId: string, id: Identifier, at: Date): void;
   /**
-   * Records that an event linked two identifiers of one profile: kept when one of them is new here
-   * or when the link caused a merge (`force`); two identifiers that already shared a profile are
+   * Gives the profile the identifier (creating its node, or moving it from another profile); the
+   * event, when an event does it, is remembered as the new node's creator (`link`).
+   */
+  attach(profileId: string, workspaceId: string, id: Identifier, at: Date, eventId?: string): void;
+  /**
+   * Records that an event linked two identifiers of one profile: kept when this event created one of
+   * them or when the link caused a merge (`force`); two identifiers that already shared a profile are
    * already connected, and re-recording that on every event would only cost writes.
    */
   link(workspaceId: string, from: Identifier, to: Identifier, eventId: string | null, force?: boolean): void;
@@ -152,6 +162,7 @@ export function createGraphBatch(): GraphBatch {
           profileId: r.profile_id,
           seenAt: null,
           isNew: false,
+          createdBy: null,
           dirty: false,
         });
       }
@@ -186,7 +197,7 @@ export function createGraphBatch(): GraphBatch {
         v.loaded = true;
       }
     },
-    attach(profileId, workspaceId, id, at) {
+    attach(profileId, workspaceId, id, at, eventId) {
       const n = findNode(nodes, workspaceId, id.type, id.value);
       if (n) {
         if (n.profileId !== profileId) {
@@ -203,6 +214,7 @@ export function createGraphBatch(): GraphBatch {
           profileId,
           seenAt: at,
           isNew: true,
+          createdBy: eventId ?? null,
           dirty: true,
         });
       }
@@ -211,7 +223,9 @@ export function createGraphBatch(): GraphBatch {
     link(workspaceId, from, to, eventId, force = false) {
       const a = findNode(nodes, workspaceId, from.type, from.value);
       const b = findNode(nodes, workspaceId, to.type, to.value);
-      if (!a || !b || a.id === b.id || (!force && !a.isNew && !b.isNew)) return;
+      if (!a || !b || a.id === b.id) return;
+      const bornHere = (n: Node) => n.isNew && n.createdBy === eventId;
+      if (!force && !bornHere(a) && !bornHere(b)) return;
       const k = `${a.id}|${b.id}`;
       if (!edges.has(k))
         edges.set(k, { workspace_id: workspaceId, from_node: a.id, to_node: b.id, event_id: eventId });

@@ -115,11 +115,11 @@ export async function resolveIdentities(
       case 'create':
         profileId = profiles.create(ws, e.at, e.eventId);
         graph.created(profileId);
-        for (const id of d.attach) graph.attach(profileId, ws, id, e.at);
+        for (const id of d.attach) graph.attach(profileId, ws, id, e.at, e.eventId);
         break;
       case 'join':
         profileId = d.profileId;
-        for (const id of d.attach) graph.attach(profileId, ws, id, e.at);
+        for (const id of d.attach) graph.attach(profileId, ws, id, e.at, e.eventId);
         break;
       case 'merge':
         profileId = d.primary;
