@@ -11,6 +11,8 @@ const { bound, free } = engineSplit(import.meta.dirname);
 export default defineConfig({
   test: {
     pool: 'forks',
+    // A migrated embedded database every PGlite of the run starts from (test/global-setup.ts).
+    globalSetup: ['test/global-setup.ts'],
     // Two cores: more parallel files only add contention (each PGlite holds its own Postgres).
     maxWorkers: 2,
     minWorkers: 1,

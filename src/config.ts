@@ -18,6 +18,12 @@ const ConfigSchema = Type.Object({
   operatorToken: Type.Union([Type.String({ minLength: 16, maxLength: 500 }), Type.Null()]),
   allowPrivateWebhooks: Type.Boolean(),
   pgliteInProcess: Type.Boolean(),
+  /**
+   * A dump of a migrated embedded database that a new one (DATA_DIR=:memory:, or a directory with no
+   * database yet) starts from instead of initdb and the migrations: how the test suite starts its
+   * services in a fraction of the time (docs/testing.md). Null: initdb.
+   */
+  pgliteTemplate: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
   tlsCertFile: Type.Union([Type.String(), Type.Null()]),
   tlsKeyFile: Type.Union([Type.String(), Type.Null()]),
   trustProxy: Type.Union([Type.String(), Type.Null()]),
@@ -70,6 +76,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     operatorToken: orNull(env.CDP_OPERATOR_TOKEN),
     allowPrivateWebhooks: toBool(env.CDP_ALLOW_PRIVATE_WEBHOOKS),
     pgliteInProcess: toBool(env.PGLITE_IN_PROCESS),
+    pgliteTemplate: orNull(env.PGLITE_TEMPLATE),
     tlsCertFile: orNull(env.TLS_CERT_FILE),
     tlsKeyFile: orNull(env.TLS_KEY_FILE),
     trustProxy: orNull(env.TRUST_PROXY),
@@ -116,6 +123,7 @@ const ENV_NAMES: Record<string, string> = {
   host: 'HOST',
   role: 'ROLE',
   dataDir: 'DATA_DIR',
+  pgliteTemplate: 'PGLITE_TEMPLATE',
   databaseUrl: 'DATABASE_URL',
   databaseSchema: 'DATABASE_SCHEMA',
   redisUrl: 'REDIS_URL',

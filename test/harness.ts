@@ -78,6 +78,9 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     env.DATABASE_URL = process.env.DATABASE_URL;
     env.DATABASE_SCHEMA ??= freshSchemaName();
   }
+  // test/global-setup.ts: new embedded databases start migrated; '' in `extra` opts out.
+  if (process.env.PGLITE_TEMPLATE && extra.PGLITE_TEMPLATE === undefined)
+    env.PGLITE_TEMPLATE = process.env.PGLITE_TEMPLATE;
   return env;
 }
 

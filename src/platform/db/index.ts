@@ -24,7 +24,7 @@ export type { Db, Queryable, QueryOptions, QueryResult, TransactionOptions } fro
  */
 export async function openDb(
   config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'> &
-    Partial<Pick<Config, 'pgliteInProcess' | 'databaseStatementTimeoutMs'>>,
+    Partial<Pick<Config, 'pgliteInProcess' | 'pgliteTemplate' | 'databaseStatementTimeoutMs'>>,
   opts: { onProgress?: OnOpenEvent } = {},
 ): Promise<Db> {
   if (config.databaseUrl) {
@@ -40,6 +40,7 @@ export async function openDb(
   return createPgliteDb({
     dataDir: config.dataDir === ':memory:' ? null : config.dataDir,
     inProcess: config.pgliteInProcess ?? false,
+    template: config.pgliteTemplate ?? null,
     ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
   });
 }

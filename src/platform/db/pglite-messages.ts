@@ -11,6 +11,8 @@
 
 export interface ThreadData {
   dataDir: string | null;
+  /** A dump a new database starts from (PgliteOptions.template). */
+  template: string | null;
 }
 
 /** A statement's or transaction's place in the connection's queue (platform/priority-mutex.ts). */

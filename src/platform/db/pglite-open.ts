@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { keepPglitePrivate, narrowDataDirModes } from './data-dir-modes';
@@ -34,10 +34,14 @@ export const PGLITE_START_PARAMS: readonly string[] = [
  * Its files stay owner-only (data-dir-modes.ts): what its open wrote is narrowed at once, without a
  * report (every start writes pg_internal.init at 0644), and what it writes later is created so.
  */
-export async function openPglite(dataDir: string | null): Promise<PGlite> {
+export async function openPglite(dataDir: string | null, template: string | null = null): Promise<PGlite> {
   if (dataDir) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // A new database (in memory, or a directory without a cluster) starts from the template when
+  // there is one: initdb and every migration skipped (config.ts, PGLITE_TEMPLATE).
+  const fresh = template !== null && (!dataDir || !clusterExists(dataDir));
   const pglite = await PGlite.create({
     ...(dataDir ? { dataDir: resolve(dataDir) } : {}),
+    ...(fresh ? { loadDataDir: new Blob([readFileSync(template)]) } : {}),
     startParams: [...PGLITE_START_PARAMS],
     parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => Number(v) },
   });

@@ -18,7 +18,7 @@ import { createPgliteSession, type Lease } from './pglite-session';
 
 async function serve(data: ThreadData): Promise<void> {
   const port = parentPort!;
-  const session = createPgliteSession(await openPglite(data.dataDir));
+  const session = createPgliteSession(await openPglite(data.dataDir, data.template));
   const leases = new Map<number, Lease>();
   let nextLease = 1;
 

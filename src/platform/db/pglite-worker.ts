@@ -89,8 +89,11 @@ type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
  * is a lease on the thread's single connection from BEGIN to COMMIT/ROLLBACK. The main thread never
  * runs SQL, so a long statement delays other statements but not HTTP.
  */
-export async function createPgliteWorkerDb(opts: { dataDir: string | null }): Promise<Db> {
-  const worker = spawnPgliteThread({ dataDir: opts.dataDir });
+export async function createPgliteWorkerDb(opts: {
+  dataDir: string | null;
+  template?: string | null;
+}): Promise<Db> {
+  const worker = spawnPgliteThread({ dataDir: opts.dataDir, template: opts.template ?? null });
   const pending = new Map<number, Pending>();
   const handlers = new Map<string, Set<(payload: string) => void>>();
   let nextId = 1;

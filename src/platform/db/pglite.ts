@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import type { PGlite } from '@electric-sql/pglite';
 import { type DataDirLock, lockDataDir } from './data-dir-lock';
 import { narrowDataDirModes } from './data-dir-modes';
 import { LANE_PRIORITY, withLanes } from './lanes';
@@ -18,6 +19,12 @@ export interface PgliteOptions {
    * worker thread it delays only other statements. docs/benchmarks.md has both measured.
    */
   inProcess?: boolean;
+  /**
+   * A dump of a migrated database (`dumpMigratedDatabase`) that a new database starts from instead
+   * of initdb and the migrations; an existing data directory ignores it. The test suite starts
+   * hundreds of services: each would spend seconds on initdb and the migrations.
+   */
+  template?: string | null;
   /** Creation, crash recovery (with its progress) and the open, as they happen. */
   onProgress?: OnOpenEvent;
 }
@@ -54,9 +61,10 @@ async function openLocked(opts: PgliteOptions): Promise<Db> {
     if (narrowed.files + narrowed.directories > 0)
       report({ step: 'narrowed', dataDir: opts.dataDir, ...narrowed });
     if (!clusterExists(opts.dataDir)) {
-      // First start: initdb in a child process, whose memory all goes back when it exits.
+      // First start: initdb in a child process, whose memory all goes back when it exits (or the
+      // template, unpacked by the open below).
       report({ step: 'creating', dataDir: opts.dataDir });
-      await initClusterInChild(opts.dataDir);
+      if (!opts.template) await initClusterInChild(opts.dataDir);
       report({ step: 'created', ms: performance.now() - t0 });
     } else {
       recovery = pendingRecovery(opts.dataDir);
@@ -79,7 +87,10 @@ async function openLocked(opts: PgliteOptions): Promise<Db> {
   }
   let db: Db;
   try {
-    db = opts.inProcess ? await openInProcess(dataDir) : await createPgliteWorkerDb({ dataDir });
+    const template = opts.template ?? null;
+    db = opts.inProcess
+      ? await openInProcess(await openPglite(dataDir, template))
+      : await createPgliteWorkerDb({ dataDir, template });
   } finally {
     clearInterval(progress);
   }
@@ -111,8 +122,8 @@ function releasingOnClose(db: Db, lock: DataDirLock): Db {
   });
 }
 
-async function openInProcess(dataDir: string | null): Promise<Db> {
-  const session = createPgliteSession(await openPglite(dataDir));
+function openInProcess(pglite: PGlite): Db {
+  const session = createPgliteSession(pglite);
   return withLanes((laneName) => {
     const priority = LANE_PRIORITY[laneName];
     return {
@@ -152,4 +163,25 @@ async function openInProcess(dataDir: string | null): Promise<Db> {
       close: () => session.close(),
     };
   });
+}
+
+/**
+ * Writes to `file` a dump of a new in-memory database that `prepare` (the migrations) has run on:
+ * the template of PgliteOptions.template. Checkpointed first, so a database made from it opens
+ * without replaying the WAL.
+ */
+export async function dumpMigratedDatabase(
+  file: string,
+  prepare: (db: Db) => Promise<unknown>,
+): Promise<void> {
+  const pglite = await openPglite(null);
+  const db = openInProcess(pglite);
+  try {
+    await prepare(db);
+    await db.exec('CHECKPOINT');
+    const dump = await pglite.dumpDataDir('none');
+    writeFileSync(file, Buffer.from(await dump.arrayBuffer()), { mode: 0o600 });
+  } finally {
+    await db.close();
+  }
 }
