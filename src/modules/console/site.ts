@@ -1,16 +1,16 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, relative, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompress, gzip, constants as zlib } from 'node:zlib';
 import fastifyStatic from '@fastify/static';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { App } from '../../platform/http/types';
+import { PROJECT_ROOT } from '../../platform/project-root';
 
 /** Where `npm install` (the `prepare` step) builds the web app. */
-export const DEFAULT_CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../web/dist');
+export const DEFAULT_CONSOLE_DIR = join(PROJECT_ROOT, 'web', 'dist');
 
 /**
  * Paths that belong to the API: the console never answers under them, so an unknown API path keeps

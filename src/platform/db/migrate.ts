@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../project-root';
 import type { Db } from './port';
 
-export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../migrations');
+export const MIGRATIONS_DIR = join(PROJECT_ROOT, 'migrations');
 
 export interface Migration {
   version: number;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { extname } from 'node:path';
+import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { LANE_PRIORITY, withLanes } from './lanes';
@@ -17,7 +17,9 @@ import type { Db, Queryable, QueryResult } from './port';
 function threadEntry(): { file: string; boot: string | null } {
   const here = fileURLToPath(import.meta.url);
   const ext = extname(here);
-  const file = `${here.slice(0, -ext.length).replace(/pglite-worker$/, 'pglite-thread')}${ext}`;
+  // Beside this module: pglite-thread.ts in src/, the bundle's pglite-thread.js entry beside its
+  // chunks (test/global-setup.ts).
+  const file = join(dirname(here), `pglite-thread${ext}`);
   if (ext !== '.ts') return { file, boot: null };
   const tsxCjs = createRequire(import.meta.url).resolve('tsx/cjs/api');
   return { file, boot: `require(${JSON.stringify(tsxCjs)}).register(); require(${JSON.stringify(file)});` };
