@@ -53,7 +53,7 @@ function eventsOf(from: number, count: number): unknown[] {
       identity: `shopper${person}@fresh.example`,
       event_type: 'track',
       event_name: 'Added to Cart',
-      occurred_at: new Date(now - ((i * 7919) % 365) * 86_400_000).toISOString(),
+      timestamp: new Date(now - ((i * 7919) % 365) * 86_400_000).toISOString(),
       payload: { price: 1 + ((i * 31) % 40), sku: `sku-${i % 97}` },
     };
   });
@@ -88,7 +88,7 @@ export default async function run(): Promise<void> {
       })();
       const operator = { authorization: `Bearer ${token}` };
       const t0 = performance.now();
-      const calcs: Array<{ status: number; ms: number; backlog: number }> = [];
+      const calcs: Array<{ status: number; ms: number; backlog: number; at: number }> = [];
       let ingestedMs = 0;
       try {
         for (let i = 0; i < EVENTS; i += BATCH) {
@@ -109,7 +109,7 @@ export default async function run(): Promise<void> {
             query: HEAVY_QUERY,
             limit: 10,
           });
-          calcs.push({ status: r.status, ms: r.ms, backlog });
+          calcs.push({ status: r.status, ms: r.ms, backlog, at: performance.now() - t0 });
           if (backlog === 0 && calcs.length >= 5) break;
           if (performance.now() - t0 > 600_000)
             throw new Error('the backlog did not drain within 10 minutes');
@@ -119,6 +119,11 @@ export default async function run(): Promise<void> {
         await bLoop;
       }
       const drainedMs = performance.now() - t0;
+      const slow = calcs.filter((c) => c.ms > 1000);
+      if (slow.length > 0)
+        note(
+          `${engine}: over 1 s: ${slow.map((c) => `${Math.round(c.ms)} ms (${c.status}, ${c.backlog} waiting, at ${Math.round(c.at / 1000)} s)`).join('; ')}`,
+        );
       note(
         `${engine}: ${EVENTS} events sent in ${Math.round(ingestedMs)} ms, drained after ${Math.round(drainedMs)} ms; ` +
           `${calcs.length} calculations (${calcs.filter((c) => c.backlog > 0).length} with events waiting, the first with ${calcs[0]?.backlog ?? '-'}), ` +

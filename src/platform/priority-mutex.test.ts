@@ -27,6 +27,30 @@ describe('a priority mutex', () => {
     expect(order).toEqual(['f1', 'f2', 'w1', 'a1', 'a2']);
   });
 
+  it('lets the two background lanes take turns while both wait, the foreground still first', async () => {
+    const m = createPriorityMutex();
+    const first = await m.acquire(WORKER);
+    const order: string[] = [];
+    const wait = (name: string, p: Priority) =>
+      m.acquire(p).then((release) => {
+        order.push(name);
+        release();
+      });
+    const all = [
+      wait('w1', WORKER),
+      wait('w2', WORKER),
+      wait('w3', WORKER),
+      wait('a1', ANALYTICS),
+      wait('a2', ANALYTICS),
+      wait('f1', FOREGROUND),
+    ];
+    await tick();
+    first();
+    await Promise.all(all);
+    // A worker held it last: the foreground, then analytics and the worker by turns, then the rest.
+    expect(order).toEqual(['f1', 'a1', 'w1', 'a2', 'w2', 'w3']);
+  });
+
   it('gives a background waiter past its promotion age one turn before the foreground, then the foreground again', async () => {
     let t = 0;
     const m = createPriorityMutex({ promoteAfterMs: 100, now: () => t });

@@ -8,11 +8,14 @@ import type { Mutex } from './mutex';
  *   1  worker: event processing and the jobs that deliver (webhooks)
  *   2  analytics: whole-workspace walks (calculations, segment refreshes, model fits)
  *
- * Within a priority, arrival order. A background waiter (priority > 0) that has waited longer than
- * `promoteAfterMs` is served before every higher priority, one at a time: after a promoted waiter
- * the order by priority holds again for one turn. So a foreground waiter waits at most for the
- * holder and one promoted slice, and neither a steady foreground nor a steady worker starves the
- * analytics lane (a summary or a calculation behind a busy event pipeline).
+ * Within a priority, arrival order. The two background lanes take turns: when both wait (and no
+ * foreground does), the lane not served last goes first, so a calculation's slices and the event
+ * pipeline's batches alternate instead of every slice waiting out the whole backlog (a calculation
+ * of 20 slices behind a busy pipeline took its whole 10 s budget, one promotion age per slice). A
+ * background waiter (priority > 0) that has waited longer than `promoteAfterMs` is served before
+ * every higher priority, one at a time: after a promoted waiter the order by priority holds again
+ * for one turn. So a foreground waiter waits at most for the holder and one promoted slice, and
+ * neither a steady foreground nor a steady worker starves the analytics lane.
  */
 export type Priority = 0 | 1 | 2;
 export const FOREGROUND: Priority = 0;
@@ -29,6 +32,7 @@ export interface PriorityMutex {
 }
 
 interface Waiter {
+  priority: Priority;
   since: number;
   resolve: (release: () => void) => void;
 }
@@ -41,6 +45,8 @@ export function createPriorityMutex(
   const queues: [Waiter[], Waiter[], Waiter[]] = [[], [], []];
   let held = false;
   let lastWasPromoted = false;
+  /** The background lane served last: the other goes first when both wait. */
+  let lastBackground: Priority = ANALYTICS;
 
   /** The next waiter to serve, taken off its queue. */
   const next = (): Waiter | undefined => {
@@ -59,11 +65,19 @@ export function createPriorityMutex(
       const oldest = eligible.sort((a, b) => a.w.since - b.w.since)[0];
       if (oldest) {
         lastWasPromoted = true;
-        return oldest.q.shift();
+        return served(oldest.q.shift());
       }
     }
     lastWasPromoted = false;
-    return queues[0].shift() ?? queues[1].shift() ?? queues[2].shift();
+    const foreground = queues[0].shift();
+    if (foreground) return foreground;
+    const [first, second] = lastBackground === WORKER ? [queues[2], queues[1]] : [queues[1], queues[2]];
+    return served(first.shift() ?? second.shift());
+  };
+
+  const served = (w: Waiter | undefined): Waiter | undefined => {
+    if (w && w.priority !== FOREGROUND) lastBackground = w.priority;
+    return w;
   };
 
   const releaser = () => {
@@ -80,9 +94,10 @@ export function createPriorityMutex(
   const acquire = (priority: Priority = FOREGROUND): Promise<() => void> => {
     if (!held) {
       held = true;
+      if (priority !== FOREGROUND) lastBackground = priority;
       return Promise.resolve(releaser());
     }
-    return new Promise((resolve) => queues[priority].push({ since: now(), resolve }));
+    return new Promise((resolve) => queues[priority].push({ priority, since: now(), resolve }));
   };
 
   const runExclusive = async <T>(fn: () => T | Promise<T>, priority: Priority = FOREGROUND): Promise<T> => {

@@ -82,6 +82,7 @@ function asProcess(shared: Db, bus: Bus): FakeProcess {
     engine: 'postgres',
     laneName: 'foreground',
     foregroundSeenAt: () => Number.NEGATIVE_INFINITY,
+    interactiveSeenAt: () => Number.NEGATIVE_INFINITY,
     lane() {
       return this;
     },

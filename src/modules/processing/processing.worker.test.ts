@@ -33,6 +33,7 @@ function failingDb(db: Db, failures: number): Db & { failed(): number } {
     engine: db.engine,
     laneName: 'foreground',
     foregroundSeenAt: () => Number.NEGATIVE_INFINITY,
+    interactiveSeenAt: () => Number.NEGATIVE_INFINITY,
     lane() {
       return this;
     },

@@ -118,8 +118,11 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
     const attempts = new Map<number, number>();
     while (!stopped) {
       const seen = generation;
+      // Short batches while requests are served or a calculation walks its slices: either waits
+      // for at most one of them (lanes take turns, platform/priority-mutex.ts).
+      const sharingSince = Math.max(db.foregroundSeenAt(), db.interactiveSeenAt());
       const shared =
-        opts.shareWithRequests !== undefined && performance.now() - db.foregroundSeenAt() < SHARING_WINDOW_MS;
+        opts.shareWithRequests !== undefined && performance.now() - sharingSince < SHARING_WINDOW_MS;
       const limit = isolateThrough !== null ? 1 : shared ? sharedSizer.size('') : opts.batchSize;
       let out: BatchOutcome | null = null;
       let claimedSeqs: number[] = [];

@@ -230,16 +230,25 @@ async function inSlices(
   let count = 0;
   const kept: Match[] = [];
   for (let lo = 0; ; ) {
-    const t0 = performance.now();
-    if (t0 > deadline) throw new BudgetSpent();
-    const upTo = await liveProfileSliceEnd(db, workspaceId, lo, size);
-    const matches = await selectMatching(db, workspaceId, query, ctx, { after: lo, upTo });
-    count += matches.length;
-    for (const m of matches) if (m.seq > after && kept.length < want) kept.push(m);
-    if (upTo === null) break;
-    lo = upTo;
+    if (performance.now() > deadline) throw new BudgetSpent();
+    // One turn on the connection per slice, timed from inside it: the wait for the turn (behind
+    // the event pipeline's batch, lanes taking turns) is not the slice's cost, and counting it made
+    // a busy pipeline shrink the slices to one profile each, hundreds of turns for one answer.
+    const slice = await db.transaction(
+      async (tx) => {
+        const t0 = performance.now();
+        const upTo = await liveProfileSliceEnd(tx, workspaceId, lo, size);
+        const matches = await selectMatching(tx, workspaceId, query, ctx, { after: lo, upTo });
+        return { upTo, matches, ms: performance.now() - t0 };
+      },
+      { interactive: true },
+    );
+    count += slice.matches.length;
+    for (const m of slice.matches) if (m.seq > after && kept.length < want) kept.push(m);
+    if (slice.upTo === null) break;
+    lo = slice.upTo;
     if (slicer) {
-      slicer.record(size, performance.now() - t0);
+      slicer.record(size, slice.ms);
       size = slicer.size();
     }
   }

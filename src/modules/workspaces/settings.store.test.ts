@@ -24,6 +24,7 @@ const db = (): Db => ({
   engine: base.engine,
   laneName: 'foreground',
   foregroundSeenAt: () => Number.NEGATIVE_INFINITY,
+  interactiveSeenAt: () => Number.NEGATIVE_INFINITY,
   lane() {
     return this;
   },

@@ -5,7 +5,7 @@ import type { Db, Lane } from './port';
 export const LANE_PRIORITY: Readonly<Record<Lane, Priority>> = { foreground: 0, worker: 1, analytics: 2 };
 
 /** What an adapter builds for one lane; the rest of the Db (lane switching) is added here. */
-export type LaneDb = Omit<Db, 'lane' | 'laneName' | 'foregroundSeenAt'>;
+export type LaneDb = Omit<Db, 'lane' | 'laneName' | 'foregroundSeenAt' | 'interactiveSeenAt'>;
 
 /**
  * A Db whose `lane(name)` hands out one handle per lane, each built once by `make`; the handles
@@ -14,7 +14,9 @@ export type LaneDb = Omit<Db, 'lane' | 'laneName' | 'foregroundSeenAt'>;
 export function withLanes(make: (lane: Lane) => LaneDb): Db {
   const handles = new Map<Lane, Db>();
   let foregroundAt = Number.NEGATIVE_INFINITY;
+  let interactiveAt = Number.NEGATIVE_INFINITY;
   const foregroundSeenAt = () => foregroundAt;
+  const interactiveSeenAt = () => interactiveAt;
   const get = (lane: Lane): Db => {
     let h = handles.get(lane);
     if (!h) {
@@ -37,10 +39,12 @@ export function withLanes(make: (lane: Lane) => LaneDb): Db {
         },
         transaction: (fn, options) => {
           seen();
+          if (options?.interactive) interactiveAt = performance.now();
           return base.transaction(fn, options);
         },
         listen: base.listen,
         foregroundSeenAt,
+        interactiveSeenAt,
         get listening() {
           return base.listening;
         },

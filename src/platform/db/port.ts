@@ -53,6 +53,8 @@ export interface TransactionOptions {
    * PGlite cannot interrupt a statement: there the caller bounds its work by slicing it.
    */
   statementTimeoutMs?: number;
+  /** A request waits for this transaction's answer (Db.interactiveSeenAt). */
+  interactive?: boolean;
 }
 
 export interface Db extends Queryable {
@@ -81,6 +83,14 @@ export interface Db extends Queryable {
    * transactions short while requests are being served (processing.worker.ts).
    */
   foregroundSeenAt(): number;
+  /**
+   * performance.now() when this process last started a transaction marked `interactive` (work a
+   * request waits for in a background lane: a calculation's slice), or -Infinity: on PGlite the
+   * event pipeline keeps its batches short while one runs, as it does for the foreground, so that
+   * the two take turns quickly. Background jobs of the same lane (refreshes, fits) do not count:
+   * nobody waits for each of their turns, and short batches cost processing a fifth of its rate.
+   */
+  interactiveSeenAt(): number;
   close(): Promise<void>;
 }
 

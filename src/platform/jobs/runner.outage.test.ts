@@ -39,6 +39,7 @@ function flakyDb(db: Db) {
     engine: db.engine,
     laneName: 'foreground',
     foregroundSeenAt: () => Number.NEGATIVE_INFINITY,
+    interactiveSeenAt: () => Number.NEGATIVE_INFINITY,
     lane() {
       return this;
     },
