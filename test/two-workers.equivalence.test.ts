@@ -103,6 +103,8 @@ onlyOn('postgres', 'PGlite is one process').describe(
       await fc.assert(property, {
         numRuns: RUNS,
         endOnFailure: Boolean(process.env.CI),
+        // The difference itself in the report: a CI log then says what differed, not only the story.
+        includeErrorInReport: true,
         ...(process.env.MERGE_PROOF_SEED ? { seed: Number(process.env.MERGE_PROOF_SEED) } : {}),
         ...(process.env.MERGE_PROOF_PATH ? { path: process.env.MERGE_PROOF_PATH } : {}),
       });

@@ -1,19 +1,31 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ANALYTICS, createPriorityMutex, FOREGROUND, type Priority, WORKER } from './priority-mutex';
+import {
+  ANALYTICS,
+  createPriorityMutex,
+  FOREGROUND,
+  type Priority,
+  type PriorityMutex,
+  WORKER,
+} from './priority-mutex';
 
 const tick = () => new Promise((r) => setImmediate(r));
+
+/** A waiter that, once served, writes its name down and lets the next one in. */
+const waiter =
+  (m: PriorityMutex, order: string[]) =>
+  (name: string, p: Priority): Promise<void> =>
+    m.acquire(p).then((release) => {
+      order.push(name);
+      release();
+    });
 
 describe('a priority mutex', () => {
   it('serves the foreground before the worker, and the worker before analytics, arrival order within each', async () => {
     const m = createPriorityMutex();
     const first = await m.acquire(ANALYTICS);
     const order: string[] = [];
-    const wait = (name: string, p: Priority) =>
-      m.acquire(p).then((release) => {
-        order.push(name);
-        release();
-      });
+    const wait = waiter(m, order);
     const all = [
       wait('a1', ANALYTICS),
       wait('w1', WORKER),
@@ -31,11 +43,7 @@ describe('a priority mutex', () => {
     const m = createPriorityMutex();
     const first = await m.acquire(WORKER);
     const order: string[] = [];
-    const wait = (name: string, p: Priority) =>
-      m.acquire(p).then((release) => {
-        order.push(name);
-        release();
-      });
+    const wait = waiter(m, order);
     const all = [
       wait('w1', WORKER),
       wait('w2', WORKER),
@@ -56,11 +64,7 @@ describe('a priority mutex', () => {
     const m = createPriorityMutex({ promoteAfterMs: 100, now: () => t });
     const first = await m.acquire(FOREGROUND);
     const order: string[] = [];
-    const wait = (name: string, p: Priority) =>
-      m.acquire(p).then((release) => {
-        order.push(name);
-        release();
-      });
+    const wait = waiter(m, order);
     const all = [wait('a1', ANALYTICS), wait('a2', ANALYTICS)];
     t = 150; // the analytics waiters are now old
     all.push(wait('f1', FOREGROUND), wait('f2', FOREGROUND));
@@ -75,11 +79,7 @@ describe('a priority mutex', () => {
     const m = createPriorityMutex({ promoteAfterMs: 100, now: () => t });
     const first = await m.acquire(WORKER);
     const order: string[] = [];
-    const wait = (name: string, p: Priority) =>
-      m.acquire(p).then((release) => {
-        order.push(name);
-        release();
-      });
+    const wait = waiter(m, order);
     const all = [wait('a1', ANALYTICS)];
     t = 150; // the analytics waiter is now old; the worker keeps queueing
     all.push(wait('w1', WORKER), wait('w2', WORKER));

@@ -134,6 +134,8 @@ describe('the event pipeline, against one event at a time and the model', () => 
         // CI reports the first counterexample as found; by hand, fast-check shrinks it (slow: each
         // try is two runs), and MERGE_PROOF_SEED / MERGE_PROOF_PATH replay a reported one.
         endOnFailure: Boolean(process.env.CI),
+        // The difference itself in the report: a CI log then says what differed, not only the story.
+        includeErrorInReport: true,
         ...(process.env.MERGE_PROOF_SEED ? { seed: Number(process.env.MERGE_PROOF_SEED) } : {}),
         ...(process.env.MERGE_PROOF_PATH ? { path: process.env.MERGE_PROOF_PATH } : {}),
       },
