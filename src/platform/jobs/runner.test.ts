@@ -313,6 +313,35 @@ describe('the job runner', () => {
     r.wake();
     await waitUntil(() => ran.includes(id), { what: 'the woken runner to run the job', timeoutMs: 5_000 });
   });
+
+  it('stops at once when told to stop in the middle of a claim, instead of sleeping out its next poll', async () => {
+    let inClaim: (() => void) | null = null;
+    let claiming!: Promise<void>;
+    const claimed = new Promise<void>((resolve) => {
+      inClaim = resolve;
+    });
+    const slow: Db = Object.create(db, {
+      query: {
+        value: async (...args: Parameters<Db['query']>) => {
+          if (args[0].includes("SET state = 'running'") && inClaim) {
+            const entered = inClaim;
+            inClaim = null;
+            claiming = letTimePass(50, 'the claim is still running when the stop comes');
+            entered();
+            await claiming;
+          }
+          return db.query(...args);
+        },
+      },
+      lane: { value: () => slow },
+    });
+    // A poll ten minutes away: a stop that waited for it would outlast the test's timeout.
+    const r = createJobRunner({ db: slow, pollMs: 600_000, scheduleEveryMs: 600_000, leaseGraceMs: 200 });
+    r.register(queue(), async () => {});
+    r.start();
+    await claimed;
+    expect(await r.stop({ drainMs: 100 })).toEqual({ finished: 0, released: 0 });
+  });
 });
 
 describe('the job runner’s fair shares', () => {

@@ -263,6 +263,9 @@ export function createJobRunner(deps: JobRunnerDeps): JobRunner {
         return { finished: 0, released: 0 };
       }
       state = 'stopping';
+      // As wake() does: a loop in the middle of a claim would otherwise sleep out a whole poll
+      // interval before it sees the stop (half a second of every shutdown, measured).
+      woken = true;
       wakeUp?.();
       await loopDone;
       const running = [...inflight.values()];
