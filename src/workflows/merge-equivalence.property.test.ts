@@ -1,15 +1,13 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../test/harness';
-import { appliesWhen, ENGINE } from '../../test/skips';
+import { ENGINE } from '../../test/skips';
 import {
   type Applied,
   applyOneByOne,
   applyThroughLoops,
-  comparable,
   configureWorkspace,
   eventsOf,
-  FIXED,
   type ModelCounts,
   model,
   modelView,
@@ -114,10 +112,7 @@ async function check(story: Story, run: Run): Promise<void> {
   // The reference itself follows the documented rules...
   expect(modelView(want), 'one event at a time agrees with the model').toEqual(expected.view);
   // ...and any loops and batches come to exactly the same rows.
-  expect(
-    comparable(got),
-    `${run.loops} loops, batches of ${run.batchSize} (${applied.batches.join(' ')})`,
-  ).toEqual(comparable(want));
+  expect(got, `${run.loops} loops, batches of ${run.batchSize} (${applied.batches.join(' ')})`).toEqual(want);
 }
 
 describe('the event pipeline, against one event at a time and the model', () => {
@@ -171,14 +166,12 @@ async function oneByOneAndOneBatch(story: Story): Promise<{ oneByOne: Snapshot; 
 }
 
 /**
- * Found by this proof and left open (src/modules/processing is being rewritten): the orders step runs
- * after every merge of the batch, so a guest's order completed before the identify that merges the
- * guest into a customer, in the same batch, is reported about the customer, after the merge.
+ * Found by this proof: the orders step runs after the batch's merges, so a guest's order completed
+ * before the identify that merges the guest into a customer, in the same batch, was reported about
+ * the customer, after the merge. The batch now ends before such a merge (ordering.ts,
+ * firstMergeAfterOrder).
  */
-appliesWhen(
-  FIXED.orderFactsInArrivalOrder,
-  'known bug left open: an order fact follows a later event’s merge in one batch',
-).it('reports a guest’s order before the merge that a later event of the same batch makes', async () => {
+it('reports a guest’s order before the merge that a later event of the same batch makes', async () => {
   const { oneByOne, batch } = await oneByOneAndOneBatch({
     mergeCap: 100,
     steps: [
@@ -205,21 +198,13 @@ appliesWhen(
 });
 
 /**
- * Found by this proof and left open: a product made from orders keeps its values as of the mentions
- * in the order they were applied. One event at a time its `observed_at` moves only when a mention
- * changes it, so an order that arrives late (older than a newer order that named the product with
- * the same values) still renames it; a batch folds its mentions by time and keeps the newest, as
- * docs/commerce.md says ("an older one does not"). Across loops, mentions apply in commit order
- * (the property met a newer mention without a category, committed first, keeping an older one's
- * category out). The fix (per-field times, or at least `observed_at` advanced on every newer
- * mention in products.repo.ts `upsertProductsFromOrders`) writes and locks each mentioned product's
- * row in every batch: a trade-off left to the owner of the pipeline. Meanwhile the generator gives
- * all mentions of a product the same values.
+ * Found by this proof: a product kept one time for the whole row, moved only when a mention changed a
+ * value, so one event at a time an order arriving late (older than a newer order that named the
+ * product with the same values) still renamed it, and two loops applied unlinked people's mentions
+ * in commit order. Each field now keeps the mark (time, seq) of the mention that gave its value
+ * (migrations/0044_product_field_marks.sql).
  */
-appliesWhen(
-  FIXED.productsNewestMention,
-  'known bug left open: a late order renames a product that a newer order named, one event at a time',
-).it('keeps the values of a product’s newest mention, one event at a time as in one batch', async () => {
+it('keeps the values of a product’s newest mention, one event at a time as in one batch', async () => {
   const item = (name: string) => [{ product_id: 'sku-a', name, price: 5, quantity: 1 }];
   const order = (orderId: string, name: string, late = 0) => ({
     identity: null,

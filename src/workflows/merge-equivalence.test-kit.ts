@@ -19,29 +19,6 @@ import { createLogger } from '../platform/logger';
  */
 
 // ---------------------------------------------------------------------------------------------
-// What the proof found that is still open (docs/decisions.md, "The pipeline's equality proof"):
-// each has a skipped test of its own in merge-equivalence.property.test.ts, and the property leaves
-// it out meanwhile. The fix sets its flag, which runs that test and puts the case back in the
-// property.
-
-export const FIXED = {
-  /**
-   * In one batch an order's `order.completed` is written after every merge of the batch: it names
-   * the survivor of a merge a later event caused, after that merge's `profile.merged`. Meanwhile the
-   * property compares order facts by order, not by profile and place.
-   */
-  orderFactsInArrivalOrder: false,
-  /**
-   * A product made from orders keeps the values of the mentions in the order they are applied, not
-   * of the newest: one event at a time a late order renames a product a newer order named with the
-   * same values, and two loops applying unlinked people's orders apply them in commit order (a
-   * newer mention without a category, committed first, keeps an older one's category out).
-   * Meanwhile every mention of a product carries the same values.
-   */
-  productsNewestMention: false,
-};
-
-// ---------------------------------------------------------------------------------------------
 // The stories
 
 export const PEOPLE = 3;
@@ -147,17 +124,7 @@ const anyItemArb: fc.Arbitrary<Item> = fc.record(
   },
   { requiredKeys: ['product_id', 'name', 'price', 'quantity'] },
 );
-/** Until FIXED.productsNewestMention, one product's mentions all say the same. */
-const itemArb: fc.Arbitrary<Item> = FIXED.productsNewestMention
-  ? anyItemArb
-  : fc
-      .record({ product_id: fc.constantFrom('sku-a', 'sku-b'), quantity: fc.constantFrom(1, 2) })
-      .map((i) => ({
-        ...i,
-        ...(i.product_id === 'sku-a'
-          ? { name: 'Mug', price: 5, category: 'kitchen' }
-          : { name: 'Big mug', price: 7.5 }),
-      }));
+const itemArb = anyItemArb;
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ kind: 'page' as const }) },
@@ -654,10 +621,7 @@ export interface Snapshot {
    */
   lineage: Record<string, unknown[]>;
   orders: Record<string, unknown>;
-  /**
-   * Not `observed_at`: one event at a time it is the time of the mention that last changed the
-   * product, in a batch the newest mention's (the products bug the proof found).
-   */
+  /** Values and source; the field marks (time, seq of the mention) differ only by the log's seqs. */
   products: Record<string, unknown>;
   accounts: Record<string, unknown>;
   members: Record<string, unknown>;
@@ -802,22 +766,6 @@ export async function snapshot(
       .sort()
       .map((r) => JSON.parse(r));
   return out;
-}
-
-/**
- * The snapshot as the property compares it until FIXED.orderFactsInArrivalOrder: `order.completed`
- * facts taken out of their profile's list into one list by order (the profile they name and their
- * place among that profile's facts is the open difference); every other fact stays in place.
- */
-export function comparable(s: Snapshot): Snapshot {
-  if (FIXED.orderFactsInArrivalOrder) return s;
-  const facts: Record<string, string[]> = {};
-  const orders: string[] = [];
-  for (const [subject, lines] of Object.entries(s.facts)) {
-    facts[subject] = lines.filter((l) => !l.startsWith('order.completed'));
-    orders.push(...lines.filter((l) => l.startsWith('order.completed')));
-  }
-  return { ...s, facts: { ...facts, 'order.completed, any profile': orders.sort() } };
 }
 
 /** The snapshot read as the model's view, to hold the reference run to what the docs say. */

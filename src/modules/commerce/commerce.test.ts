@@ -187,6 +187,24 @@ describe('products from order items', () => {
     lamp = await svc.call('GET', '/tenant/products/lamp');
     expect(lamp.body.data).toMatchObject({ name: 'Desk lamp', price: 40, currency: 'USD', source: 'api' });
   });
+
+  it('keep each field from its newest mention, whatever order the mentions arrive in', async () => {
+    const p = await newProfile();
+    const vase = (name: string, category?: string) => ({
+      product_id: 'vase',
+      name,
+      price: 9,
+      quantity: 1,
+      ...(category ? { category } : {}),
+    });
+    // The newest mention first, then an older one with the same name: nothing moves back.
+    await order(p, { order_id: 'V1', total: 9, items: [vase('Vase')] }, day(5));
+    await order(p, { order_id: 'V2', total: 9, items: [vase('Vase')] }, day(7));
+    await order(p, { order_id: 'V3', total: 9, items: [vase('Old vase', 'decor')] }, day(6));
+    const vaseNow = await svc.call('GET', '/tenant/products/vase');
+    // The name of day 7 stays; the category no newer mention gave comes from day 6.
+    expect(vaseNow.body.data).toMatchObject({ name: 'Vase', category: 'decor', source: 'orders' });
+  });
 });
 
 describe('a batch of order events (as the worker applies them)', () => {

@@ -9,6 +9,7 @@ export {
   applyOrderEvents,
   type OrderEvent,
   type OrderOutcome,
+  ownersOfOrders,
   reassignOrders,
   recomputeOrderSummary,
 } from './order-events';

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { isUuid } from '../../platform/ids';
-import { type NormalizedOrder, type OrderItem, productsOf, readOrderPayload } from '../ingest';
+import { type NormalizedOrder, type OrderItem, productsOf, readOrderId, readOrderPayload } from '../ingest';
 import { writeOutbox, writeOutboxMany } from '../outbox';
 import { getProfileSummaries, type ProfileSummary, storeOrderSummary } from '../profiles';
 import * as ordersRepo from './orders.repo';
@@ -19,6 +19,11 @@ export interface OrderEvent {
   eventId: string;
   occurredAt: Date;
   payload: Record<string, unknown>;
+  /**
+   * The event's seq in the log: of two mentions of a product at the same event time, the later in
+   * the log wins (docs/commerce.md, "Products"). Absent for an order applied outside the log (0).
+   */
+  seq?: number;
 }
 
 /**
@@ -41,7 +46,7 @@ export type OrderOutcome = 'created' | 'updated' | 'unchanged' | 'stale' | 'igno
  * - total_spend of the order's profile is recomputed whenever the order enters or leaves `completed`.
  * - `order.completed` is written to the outbox the first time the order reaches `completed`, never
  *   again (completed → refunded → completed fires once).
- * - New orders upsert their items' products (see productsRepo.upsertProductsFromOrder).
+ * - New orders upsert their items' products, field by field the newest mention (productsRepo.upsertProductsFromOrders).
  */
 export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<OrderOutcome> {
   const order = readOrderPayload(e.payload);
@@ -49,12 +54,11 @@ export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<Ord
 
   const [created] = await ordersRepo.insertOrdersIfNew(tx, [newOrder(e, order)]);
   if (created) {
-    await productsRepo.upsertProductsFromOrder(
+    const mark = { at: e.occurredAt, seq: e.seq ?? 0 };
+    await productsRepo.upsertProductsFromOrders(
       tx,
       e.workspaceId,
-      productsOf(order.items),
-      order.currency,
-      e.occurredAt,
+      productsOf(order.items).map((item) => productsRepo.mentionOf(item, order.currency, mark)),
     );
     if (created.status === 'completed') await orderCompleted(tx, e.workspaceId, created);
     return 'created';
@@ -86,8 +90,8 @@ export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<Ord
  * applyOrderEvent for a whole batch, in the worker's transaction, with the same rules and outcomes
  * (one per event, in order). New orders, by far the common case, are written with a handful of
  * statements for the batch instead of five round trips each: one multi-row insert, one products
- * upsert per workspace (each product once, merged from its mentions oldest first so the newest
- * non-empty value of each field wins, as one-by-one application in time order would), one
+ * upsert per workspace (each product once, its mentions folded so each field keeps the newest
+ * mention's value, as the upsert itself decides against the row), one
  * total_spend recomputation and one outbox insert. Events for an order that already exists, or a
  * second event for an order_id in the same batch, then go through applyOrderEvent one by one, after
  * the first, so one order's events still apply in order.
@@ -128,8 +132,9 @@ export async function applyOrderEvents(
       productsByWorkspace.get(e.workspaceId) ?? new Map<string, productsRepo.ObservedProduct>();
     productsByWorkspace.set(e.workspaceId, products);
     for (const item of productsOf(order.items)) {
+      const mention = productsRepo.mentionOf(item, order.currency, { at: e.occurredAt, seq: e.seq ?? 0 });
       const seen = products.get(item.product_id);
-      products.set(item.product_id, mergeObservation(seen, item, order.currency, e.occurredAt));
+      products.set(item.product_id, seen ? productsRepo.foldObservations(seen, mention) : mention);
     }
   }
   for (const [workspaceId, products] of productsByWorkspace) {
@@ -162,27 +167,19 @@ export async function applyOrderEvents(
 }
 
 /**
- * One product's mentions in a batch folded into one observation: a mention at least as new as the
- * folded one overrides each field it has a value for (price and its currency together).
+ * The profile that owns each event's order already, in event order (null: no order_id, or the
+ * order is new). The pipeline uses it to keep an order's fact before a later merge of its owner.
  */
-function mergeObservation(
-  seen: productsRepo.ObservedProduct | undefined,
-  item: OrderItem & { product_id: string },
-  currency: string,
-  at: Date,
-): productsRepo.ObservedProduct {
-  const mention = { ...item, currency, observedAt: at };
-  if (!seen) return mention;
-  const [older, newer] = at.getTime() >= seen.observedAt.getTime() ? [seen, mention] : [mention, seen];
-  const priced = newer.price !== null ? newer : older;
-  return {
-    product_id: item.product_id,
-    name: newer.name ?? older.name,
-    price: priced.price,
-    currency: priced.currency,
-    category: newer.category ?? older.category,
-    observedAt: newer.observedAt,
-  };
+export async function ownersOfOrders(
+  tx: Queryable,
+  events: ReadonlyArray<{ workspaceId: string; payload: Record<string, unknown> }>,
+): Promise<Array<string | null>> {
+  const ids = events.map((e) => readOrderId(e.payload.order_id));
+  const owners = await ordersRepo.findOrderOwners(
+    tx,
+    events.flatMap((e, i) => (ids[i] === null ? [] : [{ workspaceId: e.workspaceId, orderId: ids[i]! }])),
+  );
+  return events.map((e, i) => (ids[i] === null ? null : (owners.get(`${e.workspaceId}|${ids[i]}`) ?? null)));
 }
 
 /** The order an event creates if its order_id is new: everything but the status is fixed then. */

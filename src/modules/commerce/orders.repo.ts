@@ -88,6 +88,21 @@ export async function findOrder(
   return rows[0] ?? null;
 }
 
+/** The profiles that own these orders, keyed `workspace|order_id`; an order not found is absent. */
+export async function findOrderOwners(
+  q: Queryable,
+  keys: ReadonlyArray<{ workspaceId: string; orderId: string }>,
+): Promise<Map<string, string | null>> {
+  if (keys.length === 0) return new Map();
+  const { rows } = await q.query<{ workspace_id: string; order_id: string; profile_id: string | null }>(
+    `SELECT o.workspace_id, o.order_id, o.profile_id
+       FROM unnest($1::uuid[], $2::text[]) AS k(workspace_id, order_id)
+       JOIN orders o ON o.workspace_id = k.workspace_id AND o.order_id = k.order_id`,
+    [keys.map((k) => k.workspaceId), keys.map((k) => k.orderId)],
+  );
+  return new Map(rows.map((r) => [`${r.workspace_id}|${r.order_id}`, r.profile_id]));
+}
+
 /** The order, locked until the transaction ends (status changes of one order apply one at a time). */
 export async function lockOrder(
   q: Queryable,

@@ -37,6 +37,7 @@ export async function applyOrders(
       eventId: e.eventId,
       occurredAt: e.at,
       payload: e.payload,
+      seq: e.seq,
     })),
   );
   const out: Array<[number, Settlement]> = [];

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { partitionByOrder, type Sequenced } from './ordering';
+import { firstMergeAfterOrder, partitionByOrder, type Resolved, type Sequenced } from './ordering';
 
 const batch = fc
   .uniqueArray(
@@ -49,6 +49,79 @@ describe('ordering across workers', () => {
         for (const d of deferred) {
           expect(waiting.some((w) => w.seq < d.seq && w.tokens.some((t) => d.tokens.includes(t)))).toBe(true);
         }
+      }),
+    );
+  });
+});
+
+describe('where a batch ends so that its order facts keep their place', () => {
+  const order = (seq: number, profile: string, owner: string | null = null): Resolved => ({
+    seq,
+    merges: [],
+    orderProfiles: [profile, owner],
+  });
+  const merge = (seq: number, primary: string, secondary: string): Resolved => ({
+    seq,
+    merges: [{ primary, secondary }],
+    orderProfiles: [],
+  });
+
+  it('ends the batch before a merge of a profile an earlier order event touched', () => {
+    expect(firstMergeAfterOrder([order(1, 'guest'), merge(2, 'ann', 'bob'), merge(3, 'ann', 'guest')])).toBe(
+      3,
+    );
+    expect(firstMergeAfterOrder([order(1, 'guest'), merge(2, 'guest', 'bob')])).toBe(2);
+  });
+
+  it('lets merges before an order, and merges of other profiles, through', () => {
+    expect(
+      firstMergeAfterOrder([merge(1, 'ann', 'guest'), order(2, 'ann'), merge(3, 'bob', 'cat')]),
+    ).toBeNull();
+  });
+
+  it('counts the profile that already owned the order, followed through earlier merges', () => {
+    // The order belonged to "old", merged into "ann" at 1; the device's event completes it at 2.
+    expect(
+      firstMergeAfterOrder([merge(1, 'ann', 'old'), order(2, 'device', 'old'), merge(3, 'zed', 'ann')]),
+    ).toBe(3);
+  });
+
+  it('checks an order event’s own merges before its order', () => {
+    const own: Resolved = {
+      seq: 1,
+      merges: [{ primary: 'ann', secondary: 'guest' }],
+      orderProfiles: ['ann'],
+    };
+    expect(firstMergeAfterOrder([own])).toBeNull();
+  });
+
+  it('agrees with checking every earlier order event against every merge', () => {
+    const id = fc.constantFrom('a', 'b', 'c', 'd', 'e');
+    const ev = fc.record({
+      merges: fc.array(fc.record({ primary: id, secondary: id }), { maxLength: 1 }),
+      orderProfiles: fc.oneof(fc.constant([] as Array<string | null>), fc.tuple(id, fc.option(id))),
+    });
+    fc.assert(
+      fc.property(fc.array(ev, { maxLength: 12 }), (list) => {
+        const events = list
+          .map((e, i) => ({ seq: i + 1, ...e }))
+          .map((e) => ({ ...e, merges: e.merges.filter((m) => m.primary !== m.secondary) }));
+        // The model: replay the merges, and at each merge ask whether any earlier order touched either side.
+        let expected: number | null = null;
+        const owner = new Map<string, string>();
+        const liveOf = (x: string): string => (owner.has(x) ? liveOf(owner.get(x)!) : x);
+        const touched: string[] = [];
+        outer: for (const e of events) {
+          for (const m of e.merges) {
+            if (touched.some((t) => liveOf(t) === liveOf(m.primary) || liveOf(t) === liveOf(m.secondary))) {
+              expected = e.seq;
+              break outer;
+            }
+            if (liveOf(m.secondary) !== liveOf(m.primary)) owner.set(liveOf(m.secondary), liveOf(m.primary));
+          }
+          for (const p of e.orderProfiles) if (p !== null) touched.push(liveOf(p));
+        }
+        expect(firstMergeAfterOrder(events)).toBe(expected);
       }),
     );
   });

@@ -30,3 +30,42 @@ export function partitionByOrder<T extends Sequenced>(
   }
   return { ready, deferred };
 }
+
+/** An event of a resolved batch, as the order-fact cut reads it. */
+export interface Resolved {
+  seq: number;
+  /** The merges this event caused (profile ids as they were when it was resolved). */
+  merges: ReadonlyArray<{ primary: string; secondary: string }>;
+  /**
+   * For an order event: the profile it was applied to and the profile that already owned its order
+   * (null when the order is new); empty for any other event.
+   */
+  orderProfiles: ReadonlyArray<string | null>;
+}
+
+/**
+ * Where a batch must end so that its order facts land where one event at a time puts them: before
+ * the first event that merges a profile an earlier order event of the batch touched. The orders step
+ * runs after the batch's merges (it needs the profiles written), so such an order would otherwise
+ * be reported about the survivor, after a merge that came later (docs/profiles.md, "Arrival
+ * order"). Null when no event must wait. Profiles are followed through the batch's merges, so an
+ * order's owner merged into another profile earlier in the batch is known by its survivor.
+ */
+export function firstMergeAfterOrder(events: readonly Resolved[]): number | null {
+  const into = new Map<string, string>();
+  const live = (id: string): string => {
+    let at = id;
+    for (let next = into.get(at); next !== undefined; next = into.get(at)) at = next;
+    return at;
+  };
+  const ordered = new Set<string>();
+  for (const e of [...events].sort((a, b) => a.seq - b.seq)) {
+    for (const m of e.merges) {
+      if (ordered.has(live(m.primary)) || ordered.has(live(m.secondary))) return e.seq;
+      const [from, to] = [live(m.secondary), live(m.primary)];
+      if (from !== to) into.set(from, to);
+    }
+    for (const p of e.orderProfiles) if (p !== null) ordered.add(live(p));
+  }
+  return null;
+}

@@ -2,10 +2,10 @@ import type { Logger } from 'pino';
 import { createYielder } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
 import type { Mutex } from '../../platform/mutex';
-import { OK, type Settlement, type StepResult } from '../../platform/pipeline';
+import { OK, type Settlement, type StepResult, settled } from '../../platform/pipeline';
 import { applyConsentChoices, commitUnits } from '../../workflows';
 import { applyMemberships } from '../accounts';
-import { applyOrders } from '../commerce';
+import { applyOrders, ownersOfOrders } from '../commerce';
 import {
   classifyAnonymousId,
   classifyIdentity,
@@ -26,6 +26,7 @@ import {
 import { markSegmentWork } from '../segments';
 import type { SettingsStore, WorkspaceSettings } from '../workspaces';
 import { loadSettings, settingsOf } from './batch-settings';
+import { firstMergeAfterOrder } from './ordering';
 import type { ClaimedEvent } from './processing.repo';
 import { guardOrder, markProcessed } from './processing.steps';
 
@@ -39,7 +40,9 @@ import { guardOrder, markProcessed } from './processing.steps';
  *   claim               processing   oldest waiting events no other worker holds, off the backlog
  *   classify            identity     identifiers from raw values; junk values and merge cap per workspace
  *   guard order         processing   an older event of the same person held elsewhere: deferred
- *   resolve identities  identity     lock owners, suppression, the resolver's decision per event
+ *   resolve identities  identity     lock owners, suppression, the resolver's decision per event;
+ *                                    the batch ends before a merge of a profile an earlier order event
+ *                                    touched (its order fact keeps its place): the rest deferred
  *   apply traits        profiles     each event's merges, then its identify traits, in arrival order;
  *                                    newer wins, lineage; too big: dead letter
  *   write profiles      workflows    the two units of work and every effect of their merges (events,
@@ -99,6 +102,7 @@ export interface BatchWork {
   items: WorkItem[];
   /** Events a step took out of the batch, and why. */
   settled: Map<number, Settlement>;
+  /** The batch's two units of work; a cut (resolveStep) starts them again for the events kept. */
   profiles: ProfileBatch;
   graph: GraphBatch;
   /** Milliseconds per step (logged with each batch at debug level). */
@@ -115,10 +119,7 @@ export interface Step {
 export const PIPELINE: readonly Step[] = [
   { name: 'classify', run: classify },
   { name: 'guard order', run: guardOrder },
-  {
-    name: 'resolve identities',
-    run: (w, live) => resolveIdentities(w.tx, live, w.graph, profilesPort(w), w.ctx.log, w.yieldNow),
-  },
+  { name: 'resolve identities', run: resolveStep },
   { name: 'apply traits', run: (w, live) => applyTraits(w.tx, live, w.profiles, w.yieldNow) },
   // Before the orders: a profile's profile.created fact, written with the units, precedes the
   // order.completed of its first order (facts are read in seq order, and webhooks deliver a
@@ -232,6 +233,46 @@ function profilesPort(w: BatchWork): ProfilesPort {
       w.profiles.mergedFact(w.profiles.survivor(primaryId)!.workspaceId, primaryId, [secondaryId], source);
     },
   };
+}
+
+/**
+ * Resolves the batch; if an event merges a profile that an earlier order event of the batch touched,
+ * the batch ends before it (ordering.ts, firstMergeAfterOrder): the units start again, the events
+ * before the cut are resolved alone and the rest wait for the next batch, in this transaction
+ * (nothing is written before the traits step). Merges of that kind are rare; the cut costs a second
+ * resolution of the events kept.
+ */
+async function resolveStep(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
+  const resolve = (items: WorkItem[]) =>
+    resolveIdentities(w.tx, items, w.graph, profilesPort(w), w.ctx.log, w.yieldNow);
+  const first = await resolve(live);
+  if (first.kind === 'retry') return first;
+  const orders = live.filter((i) => i.eventType === 'order' && !first.settled?.has(i.seq));
+  if (orders.length === 0 || !live.some((i) => i.merges?.length)) return first;
+  const owners = await ownersOfOrders(w.tx, orders);
+  const ownerOf = new Map(orders.map((i, n) => [i.seq, owners[n] ?? null]));
+  const cut = firstMergeAfterOrder(
+    live
+      .filter((i) => !first.settled?.has(i.seq))
+      .map((i) => ({
+        seq: i.seq,
+        merges: i.merges ?? [],
+        orderProfiles: ownerOf.has(i.seq) ? [i.profileId, ownerOf.get(i.seq)!] : [],
+      })),
+  );
+  if (cut === null) return first;
+  w.profiles = createProfileBatch(w.yieldNow);
+  w.graph = createGraphBatch();
+  for (const i of live) {
+    i.profileId = null;
+    i.merges = undefined;
+  }
+  const kept = await resolve(live.filter((i) => i.seq < cut));
+  if (kept.kind === 'retry') return kept;
+  return settled([
+    ...(kept.settled ?? []),
+    ...live.filter((i) => i.seq >= cut).map((i): [number, Settlement] => [i.seq, { kind: 'deferred' }]),
+  ]);
 }
 
 async function writeProfiles(w: BatchWork): Promise<StepResult> {
