@@ -3,7 +3,7 @@ import { startTestService, type TestService } from '../../../test/harness';
 import { onlyOn } from '../../../test/skips';
 import { createLogger } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
-import { claimEvent, countBacklog, findPendingBefore } from './processing.repo';
+import { claimEvent, countBacklog, findPendingBefore, vacuumBacklog } from './processing.repo';
 import { processBatch } from './processing.service';
 import { insertTestEvents, waitProcessed } from './processing.test-kit';
 import { startProcessingLoop } from './processing.worker';
@@ -236,5 +236,30 @@ describe('the event backlog', () => {
         [['FIRST'], 'refunded'],
       ]);
     },
+  );
+
+  heldBySecondConnection.it(
+    'is vacuumed by one process at a time: a worker does not queue behind another one’s vacuum',
+    async () => {
+      // Another process's VACUUM (or ANALYZE) of the backlog holds this lock for its whole pass.
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const holding = new Promise<void>((r) => (locked = r));
+      const other = db().transaction(async (tx) => {
+        await tx.query('LOCK TABLE event_backlog IN SHARE UPDATE EXCLUSIVE MODE');
+        locked();
+        await released;
+      });
+      await holding;
+      try {
+        // Returns at once (skipped) instead of waiting for the other pass to end.
+        await expect(vacuumBacklog(db())).resolves.toBeUndefined();
+      } finally {
+        release();
+        await other;
+      }
+    },
+    10_000,
   );
 });

@@ -125,10 +125,13 @@ export async function addToBacklog(q: Queryable, seq: number): Promise<void> {
 /**
  * Removes dead rows of the backlog and their index entries. Without it every claim walks the index
  * entries of all the events processed since the last vacuum (no autovacuum on PGlite, and often off
- * or late on servers). Cannot run inside a transaction.
+ * or late on servers). Cannot run inside a transaction. SKIP_LOCKED: when another process is already
+ * vacuuming (or analyzing) the backlog, this one does not queue behind it (its loop waits for the
+ * VACUUM): one pass serves every worker. Four worker processes spent half their backends' samples
+ * waiting on this lock (docs/benchmarks.md, "Worker processes on a quiet machine").
  */
 export async function vacuumBacklog(q: Queryable): Promise<void> {
-  await q.query('VACUUM event_backlog');
+  await q.query('VACUUM (SKIP_LOCKED) event_backlog');
 }
 
 /** How many events wait (benchmarks, tests, /health detail). */
