@@ -28,7 +28,7 @@ import type { SettingsStore, WorkspaceSettings } from '../workspaces';
 import { loadSettings, settingsOf } from './batch-settings';
 import { firstMergeAfterOrder } from './ordering';
 import type { ClaimedEvent } from './processing.repo';
-import { guardOrder, markProcessed } from './processing.steps';
+import { guardOrder, loadIdentifiersOf, markProcessed } from './processing.steps';
 
 /**
  * The path of a claimed batch of events, in one place. Each step lives in the module that owns the
@@ -267,7 +267,10 @@ async function resolveStep(w: BatchWork, live: WorkItem[]): Promise<StepResult> 
     i.profileId = null;
     i.merges = undefined;
   }
-  const kept = await resolve(live.filter((i) => i.seq < cut));
+  const keep = live.filter((i) => i.seq < cut);
+  // A fresh unit knows no identifier: without its nodes, resolution would take every known one for new.
+  await loadIdentifiersOf(w, keep);
+  const kept = await resolve(keep);
   if (kept.kind === 'retry') return kept;
   return settled([
     ...(kept.settled ?? []),

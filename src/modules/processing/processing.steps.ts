@@ -48,8 +48,7 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
   // only the waiting events have, just the nodes owned by one of those owners matter: another owner
   // can match no token of this batch. At 1M events that second lookup found almost nothing and
   // returning every node made it most of the guard's time (docs/benchmarks.md).
-  const own = keysOf(live.map((i) => ({ workspaceId: i.workspaceId, ids: [i.identity, i.anonymous] })));
-  await w.graph.load(w.tx, [...own.values()]);
+  const own = await loadIdentifiersOf(w, live);
   const theirs = keysOf(pending);
   for (const k of own.keys()) theirs.delete(k);
   await w.graph.load(w.tx, [...theirs.values()], w.graph.owners([...own.values()]));
@@ -67,6 +66,19 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
     })),
   );
   return settled(deferred.map((d) => [d.seq, { kind: 'deferred' }]));
+}
+
+/**
+ * Reads the graph nodes of these events' identifiers into the batch's unit (resolution decides from
+ * them), answering their keys.
+ */
+export async function loadIdentifiersOf(
+  w: BatchWork,
+  items: readonly WorkItem[],
+): Promise<Map<string, NodeKeyOf>> {
+  const keys = keysOf(items.map((i) => ({ workspaceId: i.workspaceId, ids: [i.identity, i.anonymous] })));
+  await w.graph.load(w.tx, [...keys.values()]);
+  return keys;
 }
 
 /**
