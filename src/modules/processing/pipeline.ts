@@ -72,6 +72,11 @@ export interface PipelineContext {
   orderGate?: Mutex;
   /** Releases gathered while the batch ran, called by the caller after COMMIT or ROLLBACK. */
   held: Array<() => void>;
+  /**
+   * No other loop or process claims from this backlog (PGlite with one loop): every waiting event
+   * older than the batch is in it, so the order guard has nothing to look for.
+   */
+  soleClaimer?: boolean;
 }
 
 /** One event on its way through the steps. */

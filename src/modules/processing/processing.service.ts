@@ -17,6 +17,8 @@ export interface ProcessorContext {
   settings: SettingsStore;
   /** See PipelineContext.orderGate. */
   orderGate?: Mutex;
+  /** See PipelineContext.soleClaimer. */
+  soleClaimer?: boolean;
 }
 
 export interface BatchOutcome {

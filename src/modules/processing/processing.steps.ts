@@ -1,4 +1,4 @@
-import { type StepResult, settled } from '../../platform/pipeline';
+import { OK, type StepResult, settled } from '../../platform/pipeline';
 import {
   classifyAnonymousId,
   classifyIdentity,
@@ -23,6 +23,11 @@ import * as repo from './processing.repo';
  * creates the order for good), so the order id is a token of its own.
  */
 export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
+  if (w.ctx.soleClaimer) {
+    // Resolution still needs the batch's own identifiers.
+    await loadIdentifiersOf(w, live);
+    return OK;
+  }
   const maxSeq = live[live.length - 1]!.seq;
   const waiting = await repo.findPendingBefore(
     w.tx,

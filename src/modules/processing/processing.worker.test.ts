@@ -156,3 +156,48 @@ describe('the processing loop beside requests', () => {
     expect(Math.max(...sizes)).toBeLessThan(200);
   });
 });
+
+describe('the processing loop and the other claimers', () => {
+  /** The service's database, keeping the text of every statement its transactions run. */
+  function recordingDb(db: Db): Db & { statements: string[] } {
+    const statements: string[] = [];
+    return Object.create(db, {
+      statements: { value: statements },
+      transaction: {
+        value: (fn: (tx: Queryable) => Promise<unknown>, opts?: unknown) =>
+          db.transaction(
+            (tx) =>
+              fn({
+                query: (sql: string, params?: unknown[]) => {
+                  statements.push(sql);
+                  return tx.query(sql, params);
+                },
+                exec: (sql: string) => tx.exec(sql),
+              } as Queryable),
+            opts as never,
+          ),
+      },
+    });
+  }
+
+  /** Whether a loop of `loops` loops looked for older events other claimers hold (the order guard). */
+  async function looksForOthers(loops: number): Promise<boolean> {
+    await insertTestEvents(svc.rt.deps.db, svc.ws.id, [
+      { anonymous_id: crypto.randomUUID(), event_type: 'page', event_name: 'Home' },
+    ]);
+    const db = recordingDb(svc.rt.deps.db);
+    const loop = await startProcessingLoop(db, createLogger('silent'), { batchSize: 10, concurrency: loops });
+    try {
+      await waitProcessed(svc.rt.deps.db);
+    } finally {
+      await loop.stop();
+    }
+    return db.statements.some((sql) => /FROM event_backlog\s+WHERE seq < \$1/.test(sql));
+  }
+
+  it('looks for older events held elsewhere only where another claimer can exist', async () => {
+    // PGlite is one process on one connection: one loop is the only claimer there can be.
+    expect(await looksForOthers(1)).toBe(svc.rt.deps.db.engine === 'postgres');
+    expect(await looksForOthers(2)).toBe(true);
+  });
+});

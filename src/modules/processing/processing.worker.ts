@@ -51,7 +51,11 @@ export interface ProcessingLoop {
 
 export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions): Promise<ProcessingLoop> {
   const settings = opts.settings ?? createSettingsStore(db);
-  const ctx: ProcessorContext = { log, settings, orderGate: createMutex() };
+  const loops = Math.max(1, opts.concurrency ?? 1);
+  // PGlite is one process (its data directory is locked) on one connection: with one loop, no other
+  // claim can hold an older event, so the order guard has nothing to wait for.
+  const soleClaimer = db.engine === 'pglite' && loops === 1;
+  const ctx: ProcessorContext = { log, settings, orderGate: createMutex(), soleClaimer };
   const minIdle = opts.minIdleMs ?? 10;
   const maxIdle = opts.maxIdleMs ?? 200;
   const maxAttempts = opts.maxAttempts ?? MAX_ATTEMPTS;
@@ -222,7 +226,7 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
     }
   };
 
-  const loops = Array.from({ length: Math.max(1, opts.concurrency ?? 1) }, () =>
+  const running = Array.from({ length: loops }, () =>
     run().catch((err: unknown) => log.error({ err: describe(err) }, 'processing loop crashed')),
   );
   return {
@@ -230,7 +234,7 @@ export async function startProcessingLoop(db: Db, log: Logger, opts: LoopOptions
     async stop() {
       stopped = true;
       for (const w of [...wakers.keys()]) w();
-      await Promise.all(loops);
+      await Promise.all(running);
       await unlisten();
     },
   };
