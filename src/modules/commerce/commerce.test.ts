@@ -237,6 +237,20 @@ describe('a batch of order events (as the worker applies them)', () => {
     expect(b1.body.data).toMatchObject({ status: 'refunded', total: 10 });
   });
 
+  it('reports completions in the order of their events, an existing order’s before a new one’s after it', async () => {
+    const p = await newProfile();
+    await order(p, { order_id: 'F-OLD', total: 5, status: 'pending' }, day(1));
+    await batch([
+      event(p, { order_id: 'F-OLD', total: 5, status: 'completed' }, day(2)),
+      event(p, { order_id: 'F-NEW', total: 3 }, day(3)),
+    ]);
+    const { rows } = await db().query<{ order_id: string }>(
+      `SELECT data->>'order_id' AS order_id FROM outbox
+        WHERE type = 'order.completed' AND data->>'order_id' IN ('F-OLD', 'F-NEW') ORDER BY seq`,
+    );
+    expect(rows.map((r) => r.order_id)).toEqual(['F-OLD', 'F-NEW']);
+  });
+
   it('sums every new completed order of a profile into total_spend', async () => {
     const [a, b] = [await newProfile(), await newProfile()];
     await batch([

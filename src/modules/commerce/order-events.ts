@@ -2,7 +2,7 @@ import type { Queryable } from '../../platform/db';
 import { iso } from '../../platform/http/envelope';
 import { isUuid } from '../../platform/ids';
 import { type NormalizedOrder, type OrderItem, productsOf, readOrderId, readOrderPayload } from '../ingest';
-import { writeOutbox, writeOutboxMany } from '../outbox';
+import { type OutboxFact, writeOutboxMany } from '../outbox';
 import { getProfileSummaries, type ProfileSummary, storeOrderSummary } from '../profiles';
 import * as ordersRepo from './orders.repo';
 import * as productsRepo from './products.repo';
@@ -48,7 +48,14 @@ export type OrderOutcome = 'created' | 'updated' | 'unchanged' | 'stale' | 'igno
  *   again (completed → refunded → completed fires once).
  * - New orders upsert their items' products, field by field the newest mention (productsRepo.upsertProductsFromOrders).
  */
-export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<OrderOutcome> {
+export function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<OrderOutcome> {
+  return applyOne(tx, e, (fact) => writeOutboxMany(tx, [fact]).then(() => undefined));
+}
+
+/** Where an applied order event's `order.completed` fact goes: the outbox now, or a batch's list. */
+type FactSink = (fact: OutboxFact) => Promise<void> | void;
+
+async function applyOne(tx: Queryable, e: OrderEvent, sink: FactSink): Promise<OrderOutcome> {
   const order = readOrderPayload(e.payload);
   if (order === null) return 'ignored';
 
@@ -60,7 +67,7 @@ export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<Ord
       e.workspaceId,
       productsOf(order.items).map((item) => productsRepo.mentionOf(item, order.currency, mark)),
     );
-    if (created.status === 'completed') await orderCompleted(tx, e.workspaceId, created);
+    if (created.status === 'completed') await sink(await orderCompleted(tx, e.workspaceId, created));
     return 'created';
   }
 
@@ -79,7 +86,7 @@ export async function applyOrderEvent(tx: Queryable, e: OrderEvent): Promise<Ord
   const wasCompleted = existing.status === 'completed';
   const isCompleted = updated.status === 'completed';
   if (isCompleted && existing.completed_at === null) {
-    await orderCompleted(tx, e.workspaceId, updated);
+    await sink(await orderCompleted(tx, e.workspaceId, updated));
   } else if (wasCompleted !== isCompleted && updated.profile_id !== null) {
     await recomputeOrderSummary(tx, e.workspaceId, [updated.profile_id]);
   }
@@ -151,18 +158,25 @@ export async function applyOrderEvents(
     await recomputeOrderSummary(tx, workspaceId, [...ids]);
     for (const [id, summary] of await getProfileSummaries(tx, workspaceId, [...ids])) who.set(id, summary);
   }
-  await writeOutboxMany(
-    tx,
-    completed.map((o) => ({
+  // The facts go out in the order of their events, as one event at a time writes them: a new
+  // order's fact and an existing order's completion interleave by event, not new ones first.
+  const facts: Array<{ index: number; fact: OutboxFact }> = completed.map((o) => ({
+    index: firsts.get(`${o.workspace_id}|${o.order_id}`)!.index,
+    fact: {
       workspaceId: o.workspace_id,
       type: 'order.completed',
       data: completedFact(o, o.profile_id === null ? null : (who.get(o.profile_id) ?? null)),
-    })),
-  );
-
+    },
+  }));
   for (const index of [...existing, ...later].sort((a, b) => a - b)) {
-    outcomes[index] = await applyOrderEvent(tx, events[index]!);
+    outcomes[index] = await applyOne(tx, events[index]!, (fact) => {
+      facts.push({ index, fact });
+    });
   }
+  await writeOutboxMany(
+    tx,
+    facts.sort((a, b) => a.index - b.index).map((f) => f.fact),
+  );
   return outcomes;
 }
 
@@ -196,13 +210,17 @@ const newOrder = (e: OrderEvent, order: NormalizedOrder): ordersRepo.NewOrder =>
 });
 
 /** First completion of an order: revenue for its profile and one `order.completed` fact. */
-async function orderCompleted(tx: Queryable, workspaceId: string, o: ordersRepo.OrderRow): Promise<void> {
+async function orderCompleted(
+  tx: Queryable,
+  workspaceId: string,
+  o: ordersRepo.OrderRow,
+): Promise<OutboxFact> {
   let who: ProfileSummary | null = null;
   if (o.profile_id !== null) {
     await recomputeOrderSummary(tx, workspaceId, [o.profile_id]);
     who = (await getProfileSummaries(tx, workspaceId, [o.profile_id])).get(o.profile_id) ?? null;
   }
-  await writeOutbox(tx, workspaceId, 'order.completed', completedFact(o, who));
+  return { workspaceId, type: 'order.completed', data: completedFact(o, who) };
 }
 
 /**
