@@ -2,33 +2,25 @@ import type { Logger } from 'pino';
 import { createYielder } from '../../platform/cooperate';
 import type { Queryable } from '../../platform/db';
 import type { Mutex } from '../../platform/mutex';
-import { OK, type Settlement, type StepResult, settled } from '../../platform/pipeline';
+import { OK, type Settlement, type StepResult } from '../../platform/pipeline';
 import { applyConsentChoices, commitUnits } from '../../workflows';
 import { applyMemberships } from '../accounts';
-import { applyOrders, ownersOfOrders } from '../commerce';
+import { applyOrders } from '../commerce';
 import {
   classifyAnonymousId,
   classifyIdentity,
   createGraphBatch,
   type GraphBatch,
   junkSetFromSettings,
-  type ProfilesPort,
-  resolveIdentities,
 } from '../identity';
 import { markRescoring } from '../intelligence';
-import {
-  applyTraits,
-  countMergedInto,
-  createProfileBatch,
-  lockProfileHeads,
-  type ProfileBatch,
-} from '../profiles';
+import { applyTraits, createProfileBatch, type ProfileBatch } from '../profiles';
 import { markSegmentWork } from '../segments';
 import type { SettingsStore, WorkspaceSettings } from '../workspaces';
 import { loadSettings, settingsOf } from './batch-settings';
-import { firstMergeAfterOrder } from './ordering';
 import type { ClaimedEvent } from './processing.repo';
-import { guardOrder, loadIdentifiersOf, markProcessed } from './processing.steps';
+import { guardOrder, markProcessed } from './processing.steps';
+import { resolveStep } from './resolution.step';
 
 /**
  * The path of a claimed batch of events, in one place. Each step lives in the module that owns the
@@ -211,76 +203,6 @@ async function classify(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
     i.email = i.identity?.type === 'email' ? i.identity.value : null;
   }
   return OK;
-}
-
-/** The identity step's view of the profiles module: its unit of work and its lock. */
-function profilesPort(w: BatchWork): ProfilesPort {
-  const byEventId = new Map(w.items.map((i) => [i.eventId, i]));
-  return {
-    async lock(tx, ids) {
-      const { rows, complete } = await lockProfileHeads(tx, [...new Set(ids)]);
-      const live = new Set(rows.filter((p) => p.merged_into === null).map((p) => p.id));
-      // Merged away or erased between the graph read and the lock: read again from scratch.
-      if (!complete || ids.some((id) => !live.has(id))) return 'stale';
-      w.profiles.addHeads(rows);
-      return 'ok';
-    },
-    loadTraits: (tx, ids) => w.profiles.loadTraits(tx, ids),
-    mergedCounts: countMergedInto,
-    create: (ws, at, eventId) => w.profiles.createProfile(ws, at, { type: 'event', id: eventId }).id,
-    merge(primaryId, secondaryId, eventId) {
-      // The graph moved already (later events resolve against it); the profiles' traits combine in
-      // the traits step, between the trait writes of the events before and after this one: merging
-      // them here would put a later event's merge before an earlier event's appends.
-      const item = byEventId.get(eventId)!;
-      item.merges = [...(item.merges ?? []), { primary: primaryId, secondary: secondaryId }];
-      const source = { type: 'event' as const, id: eventId };
-      w.profiles.mergedFact(w.profiles.survivor(primaryId)!.workspaceId, primaryId, [secondaryId], source);
-    },
-  };
-}
-
-/**
- * Resolves the batch; if an event merges a profile that an earlier order event of the batch touched,
- * the batch ends before it (ordering.ts, firstMergeAfterOrder): the units start again, the events
- * before the cut are resolved alone and the rest wait for the next batch, in this transaction
- * (nothing is written before the traits step). Merges of that kind are rare; the cut costs a second
- * resolution of the events kept.
- */
-async function resolveStep(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
-  const resolve = (items: WorkItem[]) =>
-    resolveIdentities(w.tx, items, w.graph, profilesPort(w), w.ctx.log, w.yieldNow);
-  const first = await resolve(live);
-  if (first.kind === 'retry') return first;
-  const orders = live.filter((i) => i.eventType === 'order' && !first.settled?.has(i.seq));
-  if (orders.length === 0 || !live.some((i) => i.merges?.length)) return first;
-  const owners = await ownersOfOrders(w.tx, orders);
-  const ownerOf = new Map(orders.map((i, n) => [i.seq, owners[n] ?? null]));
-  const cut = firstMergeAfterOrder(
-    live
-      .filter((i) => !first.settled?.has(i.seq))
-      .map((i) => ({
-        seq: i.seq,
-        merges: i.merges ?? [],
-        orderProfiles: ownerOf.has(i.seq) ? [i.profileId, ownerOf.get(i.seq)!] : [],
-      })),
-  );
-  if (cut === null) return first;
-  w.profiles = createProfileBatch(w.yieldNow);
-  w.graph = createGraphBatch();
-  for (const i of live) {
-    i.profileId = null;
-    i.merges = undefined;
-  }
-  const keep = live.filter((i) => i.seq < cut);
-  // A fresh unit knows no identifier: without its nodes, resolution would take every known one for new.
-  await loadIdentifiersOf(w, keep);
-  const kept = await resolve(keep);
-  if (kept.kind === 'retry') return kept;
-  return settled([
-    ...(kept.settled ?? []),
-    ...live.filter((i) => i.seq >= cut).map((i): [number, Settlement] => [i.seq, { kind: 'deferred' }]),
-  ]);
 }
 
 async function writeProfiles(w: BatchWork): Promise<StepResult> {
