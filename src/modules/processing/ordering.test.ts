@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { mergesAfterOrders, partitionByOrder, type Resolved, type Sequenced } from './ordering';
+import { firstMergeAfterOrder, partitionByOrder, type Resolved, type Sequenced } from './ordering';
 
 const batch = fc
   .uniqueArray(
@@ -54,53 +54,36 @@ describe('ordering across workers', () => {
   });
 });
 
-describe('which events of a batch wait so that its order facts keep their place', () => {
-  // Tokens are the profiles an event touches (as the pipeline gives them, with its identifiers).
-  const order = (
-    seq: number,
-    profile: string,
-    owner: string | null = null,
-    extra: string[] = [],
-  ): Resolved => ({
+describe('where a batch ends so that its order facts keep their place', () => {
+  const order = (seq: number, profile: string, owner: string | null = null): Resolved => ({
     seq,
     merges: [],
     orderProfiles: [profile, owner],
-    tokens: [profile, ...(owner ? [owner] : []), ...extra],
   });
   const merge = (seq: number, primary: string, secondary: string): Resolved => ({
     seq,
     merges: [{ primary, secondary }],
     orderProfiles: [],
-    tokens: [primary, secondary],
-  });
-  const page = (seq: number, profile: string): Resolved => ({
-    seq,
-    merges: [],
-    orderProfiles: [],
-    tokens: [profile],
-  });
-  const waits = (events: Resolved[]) => [...mergesAfterOrders(events)].sort((a, b) => a - b);
-
-  it('holds back a merge of a profile an earlier order event touched, and that person’s later events', () => {
-    expect(
-      waits([order(1, 'guest'), merge(2, 'ann', 'bob'), merge(3, 'ann', 'guest'), page(4, 'ann')]),
-    ).toEqual([3, 4]);
-    expect(waits([order(1, 'guest'), merge(2, 'guest', 'bob')])).toEqual([2]);
   });
 
-  it('lets other people’s later events through', () => {
-    expect(waits([order(1, 'guest'), merge(2, 'ann', 'guest'), page(3, 'cat'), order(4, 'dan')])).toEqual([
-      2,
-    ]);
+  it('ends the batch before a merge of a profile an earlier order event touched', () => {
+    expect(firstMergeAfterOrder([order(1, 'guest'), merge(2, 'ann', 'bob'), merge(3, 'ann', 'guest')])).toBe(
+      3,
+    );
+    expect(firstMergeAfterOrder([order(1, 'guest'), merge(2, 'guest', 'bob')])).toBe(2);
   });
 
   it('lets merges before an order, and merges of other profiles, through', () => {
-    expect(waits([merge(1, 'ann', 'guest'), order(2, 'ann'), merge(3, 'bob', 'cat')])).toEqual([]);
+    expect(
+      firstMergeAfterOrder([merge(1, 'ann', 'guest'), order(2, 'ann'), merge(3, 'bob', 'cat')]),
+    ).toBeNull();
   });
 
   it('counts the profile that already owned the order, followed through earlier merges', () => {
     // The order belonged to "old", merged into "ann" at 1; the device's event completes it at 2.
-    expect(waits([merge(1, 'ann', 'old'), order(2, 'device', 'old'), merge(3, 'zed', 'ann')])).toEqual([3]);
+    expect(
+      firstMergeAfterOrder([merge(1, 'ann', 'old'), order(2, 'device', 'old'), merge(3, 'zed', 'ann')]),
+    ).toBe(3);
   });
 
   it('checks an order event’s own merges before its order', () => {
@@ -108,46 +91,37 @@ describe('which events of a batch wait so that its order facts keep their place'
       seq: 1,
       merges: [{ primary: 'ann', secondary: 'guest' }],
       orderProfiles: ['ann'],
-      tokens: ['ann', 'guest'],
     };
-    expect(waits([own])).toEqual([]);
+    expect(firstMergeAfterOrder([own])).toBeNull();
   });
 
-  it('agrees with replaying the batch event by event: a merge after a kept order waits, and so does whatever shares a token with a waiting event', () => {
+  it('agrees with checking every earlier order event against every merge', () => {
     const id = fc.constantFrom('a', 'b', 'c', 'd', 'e');
     const ev = fc.record({
       merges: fc.array(fc.record({ primary: id, secondary: id }), { maxLength: 1 }),
       orderProfiles: fc.oneof(fc.constant([] as Array<string | null>), fc.tuple(id, fc.option(id))),
-      extra: fc.array(fc.constantFrom('x', 'y'), { maxLength: 1 }),
     });
     fc.assert(
       fc.property(fc.array(ev, { maxLength: 12 }), (list) => {
-        const events: Resolved[] = list.map((e, i) => {
-          const merges = e.merges.filter((m) => m.primary !== m.secondary);
-          const tokens: string[] = [...merges.flatMap((m) => [m.primary, m.secondary]), ...e.extra];
-          for (const p of e.orderProfiles) if (p !== null) tokens.push(p);
-          return { seq: i + 1, merges, orderProfiles: e.orderProfiles, tokens };
-        });
-        // The model: walk the events, keeping lists of what was applied and what waits.
+        const events = list
+          .map((e, i) => ({ seq: i + 1, ...e }))
+          .map((e) => ({ ...e, merges: e.merges.filter((m) => m.primary !== m.secondary) }));
+        // The model: replay the merges, and at each merge ask whether any earlier order touched either side.
+        let expected: number | null = null;
         const owner = new Map<string, string>();
         const liveOf = (x: string): string => (owner.has(x) ? liveOf(owner.get(x)!) : x);
         const touched: string[] = [];
-        const waitingTokens: string[] = [];
-        const expected: number[] = [];
-        for (const e of events) {
-          const afterOrder = e.merges.some((m) =>
-            touched.some((t) => liveOf(t) === liveOf(m.primary) || liveOf(t) === liveOf(m.secondary)),
-          );
-          if (afterOrder || e.tokens.some((t) => waitingTokens.includes(t))) {
-            expected.push(e.seq);
-            waitingTokens.push(...e.tokens);
-            continue;
-          }
-          for (const m of e.merges)
+        outer: for (const e of events) {
+          for (const m of e.merges) {
+            if (touched.some((t) => liveOf(t) === liveOf(m.primary) || liveOf(t) === liveOf(m.secondary))) {
+              expected = e.seq;
+              break outer;
+            }
             if (liveOf(m.secondary) !== liveOf(m.primary)) owner.set(liveOf(m.secondary), liveOf(m.primary));
+          }
           for (const p of e.orderProfiles) if (p !== null) touched.push(liveOf(p));
         }
-        expect(waits(events)).toEqual(expected);
+        expect(firstMergeAfterOrder(events)).toBe(expected);
       }),
     );
   });

@@ -31,7 +31,7 @@ export function partitionByOrder<T extends Sequenced>(
   return { ready, deferred };
 }
 
-/** An event of a resolved batch, as the order-fact check reads it. */
+/** An event of a resolved batch, as the order-fact cut reads it. */
 export interface Resolved {
   seq: number;
   /** The merges this event caused (profile ids as they were when it was resolved). */
@@ -41,24 +41,17 @@ export interface Resolved {
    * (null when the order is new); empty for any other event.
    */
   orderProfiles: ReadonlyArray<string | null>;
-  /**
-   * What the event touches that another person's event cannot: its identifiers, the profiles it
-   * was applied to, created or merged, its order (as partitionByOrder's tokens).
-   */
-  tokens: readonly string[];
 }
 
 /**
- * The events of a resolved batch that must wait for the next batch so that its order facts land
- * where one event at a time puts them. The orders step runs after the batch's merges (it needs the
- * profiles written), so an order event followed in the batch by a merge of its profile would be
- * reported about the survivor, after that merge (docs/profiles.md, "Arrival order"). Such a merging
- * event waits, and so does every later event that shares a token with one that waits, so one
- * person's events keep their order; the others are applied as resolved, since none of them depends
- * on a waiting one. Profiles are followed through the applied merges, so an order's owner merged
- * into another profile earlier in the batch is known by its survivor.
+ * Where a batch must end so that its order facts land where one event at a time puts them: before
+ * the first event that merges a profile an earlier order event of the batch touched. The orders step
+ * runs after the batch's merges (it needs the profiles written), so such an order would otherwise
+ * be reported about the survivor, after a merge that came later (docs/profiles.md, "Arrival
+ * order"). Null when no event must wait. Profiles are followed through the batch's merges, so an
+ * order's owner merged into another profile earlier in the batch is known by its survivor.
  */
-export function mergesAfterOrders(events: readonly Resolved[]): Set<number> {
+export function firstMergeAfterOrder(events: readonly Resolved[]): number | null {
   const into = new Map<string, string>();
   const live = (id: string): string => {
     let at = id;
@@ -66,22 +59,13 @@ export function mergesAfterOrders(events: readonly Resolved[]): Set<number> {
     return at;
   };
   const ordered = new Set<string>();
-  const blocked = new Set<string>();
-  const waiting = new Set<number>();
   for (const e of [...events].sort((a, b) => a.seq - b.seq)) {
-    const wait =
-      e.tokens.some((t) => blocked.has(t)) ||
-      e.merges.some((m) => ordered.has(live(m.primary)) || ordered.has(live(m.secondary)));
-    if (wait) {
-      waiting.add(e.seq);
-      for (const t of e.tokens) blocked.add(t);
-      continue;
-    }
     for (const m of e.merges) {
+      if (ordered.has(live(m.primary)) || ordered.has(live(m.secondary))) return e.seq;
       const [from, to] = [live(m.secondary), live(m.primary)];
       if (from !== to) into.set(from, to);
     }
     for (const p of e.orderProfiles) if (p !== null) ordered.add(live(p));
   }
-  return waiting;
+  return null;
 }
