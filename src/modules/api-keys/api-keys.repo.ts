@@ -1,4 +1,4 @@
-import type { Queryable } from '../../platform/db';
+import { notify, type Queryable } from '../../platform/db';
 
 export interface ApiKeyRow {
   seq: number;
@@ -22,9 +22,7 @@ export const PRESENCE_CHANNEL = 'cdp_instances';
 export const EVICTED_CHANNEL = 'cdp_key_evicted';
 
 /** Sends one notification to every process listening on the channel (delivered at COMMIT). */
-export async function notify(q: Queryable, channel: string, payload: string): Promise<void> {
-  await q.query('SELECT pg_notify($1, $2)', [channel, payload]);
-}
+export { notify };
 
 export async function insertKey(
   q: Queryable,

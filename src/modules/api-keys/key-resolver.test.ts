@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { waitUntil } from '../../../test/wait';
 import { migrate } from '../../platform/db/migrate';
+import { NOTIFY_SQL } from '../../platform/db/notify';
 import { createPgliteDb } from '../../platform/db/pglite';
 import type { Db, QueryResult } from '../../platform/db/port';
 import { createWorkspace } from '../workspaces/workspaces.service';
@@ -50,7 +51,7 @@ interface FakeProcess extends Db {
   presenceSent(kind: string): number;
 }
 
-const isNotify = (sql: string) => sql.trim() === 'SELECT pg_notify($1, $2)';
+const isNotify = (sql: string) => sql === NOTIFY_SQL;
 
 function asProcess(shared: Db, bus: Bus): FakeProcess {
   let held: Array<() => void> | null = null;

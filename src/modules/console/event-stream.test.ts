@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../../../test/expect-error';
 import { startTestService, type TestService } from '../../../test/harness';
 import { waitUntil } from '../../../test/wait';
+import { notify } from '../../platform/db';
 import { ERASURE_CHANNEL } from '../../platform/personal-data';
 import { createEventStreamHub } from './event-stream';
 import { STREAM_LIMITS } from './stream-limits';
@@ -273,7 +274,7 @@ describe('GET /tenant/events/stream', () => {
 
       // What the erasure workflow sends at its commit (through the database: PGlite delivers it in
       // this process, PostgreSQL to every listening process).
-      await svc.rt.deps.db.query(`SELECT pg_notify('${ERASURE_CHANNEL}', $1)`, [ws.id]);
+      await notify(svc.rt.deps.db, ERASURE_CHANNEL, ws.id);
       await waitUntil(() => hub.stats().droppedOnErasure === 5, {
         what: 'the buffered events to be dropped',
       });

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../platform/db';
+import { notify, type Queryable } from '../../platform/db';
 import { newSortableId } from '../../platform/ids';
 import { type EventRecord, eventRecordColumns } from '../ingest';
 
@@ -231,5 +231,5 @@ export async function deleteDeadLetter(
 
 /** Wakes every worker listening (delivered at COMMIT). */
 export async function notifyWorkers(q: Queryable, channel: string): Promise<void> {
-  await q.query('SELECT pg_notify($1, $2)', [channel, '']);
+  await notify(q, channel, '');
 }

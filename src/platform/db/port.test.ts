@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName } from '../../../test/harness';
 import { appliesWhen, onlyOn } from '../../../test/skips';
 import { letTimePass, waitUntil } from '../../../test/wait';
+import { notify } from './notify';
 import { createPgliteDb } from './pglite';
 import { type Db, isUniqueViolation } from './port';
 import { createPostgresDb } from './postgres';
@@ -201,18 +202,18 @@ describe.each(adapters)('the %s adapter', (name, open) => {
   it('delivers notifications to listeners, from a transaction only once it commits', async () => {
     const got: string[] = [];
     const unlisten = await db.listen('port_channel', (p) => got.push(p));
-    await db.query("SELECT pg_notify('port_channel', 'direct')");
+    await notify(db, 'port_channel', 'direct');
     await waitUntil(() => got.length >= 1, { what: 'the direct notification', timeoutMs: 3000 });
     expect(got).toEqual(['direct']);
 
     await db
       .transaction(async (tx) => {
-        await tx.query("SELECT pg_notify('port_channel', 'rolled back')");
+        await notify(tx, 'port_channel', 'rolled back');
         throw new Error('no');
       })
       .catch(() => {});
     await db.transaction(async (tx) => {
-      await tx.query("SELECT pg_notify('port_channel', 'committed')");
+      await notify(tx, 'port_channel', 'committed');
       // No statement can mark this one's absence from inside the transaction (PGlite has one
       // connection), so it gets the time a delivered notification takes, with room to spare.
       await letTimePass(20, 'a notification sent before COMMIT would arrive within this');
@@ -226,8 +227,8 @@ describe.each(adapters)('the %s adapter', (name, open) => {
     const marks: string[] = [];
     const unlistenMark = await db.listen('port_mark', (p) => marks.push(p));
     await unlisten();
-    await db.query("SELECT pg_notify('port_channel', 'after unlisten')");
-    await db.query("SELECT pg_notify('port_mark', 'sent after it')");
+    await notify(db, 'port_channel', 'after unlisten');
+    await notify(db, 'port_mark', 'sent after it');
     await waitUntil(() => marks.length >= 1, { what: 'the marking notification', timeoutMs: 3000 });
     await unlistenMark();
     expect(got).toEqual(['direct', 'committed']);

@@ -5,6 +5,7 @@ import { dropSchema, freshSchemaName } from '../../../test/harness';
 import { onlyOn } from '../../../test/skips';
 import { waitUntil } from '../../../test/wait';
 import { isStatementTimeout, isStorageUnavailable } from './errors';
+import { notify } from './notify';
 import type { Db } from './port';
 import { createPostgresDb } from './postgres';
 
@@ -159,9 +160,47 @@ onPostgres.describe('the PostgreSQL adapter when a connection dies or hangs', ()
     expect(lost).toBe(1);
     expect(db.listening).toBe(false);
     await waitUntil(() => db.listening, { what: 'the adapter to listen again', timeoutMs: 3_000 });
-    await db.query("SELECT pg_notify('pg_adapter_chan', 'back')");
+    await notify(db, 'pg_adapter_chan', 'back');
     await waitUntil(() => got.length > 0, { what: 'a notification after the reconnect', timeoutMs: 2_000 });
     expect(got).toEqual(['back']);
+  });
+});
+
+onPostgres.describe('notification channels of deployments sharing one database', () => {
+  const [a, b] = [freshSchemaName(), freshSchemaName()];
+  const dbs: Db[] = [];
+  const open = async (schema: string | null) => {
+    const db = await createPostgresDb({ url: url!, schema, max: 2 });
+    dbs.push(db);
+    return db;
+  };
+  afterAll(async () => {
+    for (const db of dbs) await db.close();
+    for (const s of [a, b]) await dropSchema(url!, s);
+  });
+
+  it('reach the processes of the same schema and no other', async () => {
+    const [inA, alsoInA, inB] = [await open(a), await open(a), await open(b)];
+    const heard = { a: [] as string[], b: [] as string[] };
+    await alsoInA.listen('shared_chan', (p) => heard.a.push(p));
+    await inB.listen('shared_chan', (p) => heard.b.push(p));
+    await notify(inA, 'shared_chan', 'from a');
+    // Sent after, heard by b: b would have heard a's first (one connection hears them in order).
+    await notify(inB, 'shared_chan', 'from b');
+    await waitUntil(() => heard.a.length > 0 && heard.b.length > 0, {
+      what: 'both notifications',
+      timeoutMs: 3_000,
+    });
+    expect(heard).toEqual({ a: ['from a'], b: ['from b'] });
+  });
+
+  it('are the same for the public schema named or not, so one deployment hears itself', async () => {
+    const [unnamed, named] = [await open(null), await open('public')];
+    const heard: string[] = [];
+    await unnamed.listen('public_chan', (p) => heard.push(p));
+    await notify(named, 'public_chan', 'named public');
+    await waitUntil(() => heard.length > 0, { what: 'the notification', timeoutMs: 3_000 });
+    expect(heard).toEqual(['named public']);
   });
 });
 

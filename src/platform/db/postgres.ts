@@ -2,6 +2,7 @@ import pg from 'pg';
 import { encodeArrayParams } from './array-literal';
 import { isStorageUnavailable } from './errors';
 import { withLanes } from './lanes';
+import { CHANNEL_SUFFIX_SETTING, channelSuffix } from './notify';
 import type { Db, Lane, Queryable, QueryOptions, QueryResult } from './port';
 import { createTimestamptzParser } from './timestamps';
 
@@ -60,6 +61,7 @@ const ignoreError = () => {};
 
 export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   const schema = opts.schema ?? null;
+  const suffix = channelSuffix(schema);
   // JIT off: it compiled for 80 ms to 1.2 s before segment queries of 0.5–8 s over 1M profiles
   // (EXPLAIN ANALYZE, docs/decisions.md "Segments") and never pays back on the service's statements.
   // No parallel workers: a statement is one backend, so the pools' sizes bound the server's CPU a
@@ -70,6 +72,8 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     '-c jit=off',
     '-c max_parallel_workers_per_gather=0',
     schema ? `-c search_path=${schema}` : '',
+    // The deployment's notification channels (notify.ts): senders append it, the listener below too.
+    suffix ? `-c ${CHANNEL_SUFFIX_SETTING}=${suffix}` : '',
   ]
     .join(' ')
     .trim();
@@ -137,7 +141,7 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     if (listener) return listener;
     const client = new pg.Client(clientConfig);
     client.on('notification', (msg) => {
-      for (const h of handlers.get(msg.channel) ?? []) {
+      for (const h of handlers.get(msg.channel.slice(0, msg.channel.length - suffix.length)) ?? []) {
         try {
           h(msg.payload ?? '');
         } catch {
@@ -157,7 +161,7 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     try {
       await client.connect();
       for (const channel of handlers.keys()) {
-        await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel)}`));
+        await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel + suffix)}`));
       }
     } catch (err) {
       // Half set up (connected, a LISTEN failed): close it, or each retry would leak a connection.
@@ -184,7 +188,7 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     if (!set) {
       set = new Set();
       handlers.set(channel, set);
-      await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel)}`));
+      await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel + suffix)}`));
     }
     set.add(handler);
     if (onLost) lostHandlers.add(onLost);
