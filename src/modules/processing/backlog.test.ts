@@ -238,6 +238,78 @@ describe('the event backlog', () => {
     },
   );
 
+  /** A person (device and e-mail) who owns an order, all applied: the order's owner is their profile. */
+  async function ownerOfAnOrder() {
+    const [device, email, orderId] = [
+      crypto.randomUUID(),
+      `buyer-${crypto.randomUUID()}@example.com`,
+      crypto.randomUUID(),
+    ];
+    await insertTestEvents(db(), svc.ws.id, [
+      { anonymous_id: device, identity: email, event_type: 'identify', event_name: 'identify' },
+      {
+        anonymous_id: device,
+        event_type: 'order',
+        event_name: 'Order Placed',
+        payload: {
+          order_id: orderId,
+          total: 5,
+          status: 'pending',
+          items: [{ product_id: 'P', price: 5, quantity: 1 }],
+        },
+      },
+    ]);
+    await drain();
+    return { email, orderId };
+  }
+  const completion = (orderId: string) => ({
+    anonymous_id: crypto.randomUUID(),
+    event_type: 'order' as const,
+    event_name: 'Order Completed',
+    payload: {
+      order_id: orderId,
+      total: 5,
+      status: 'completed',
+      items: [{ product_id: 'P', price: 5, quantity: 1 }],
+    },
+  });
+
+  heldBySecondConnection.it(
+    'defers an order’s event from a device nobody linked while an older event of the order’s owner is held',
+    async () => {
+      await drain();
+      const { email, orderId } = await ownerOfAnOrder();
+      // The held event may merge the owner away: the completion must name whoever owns the order then.
+      const [heldId] = await insertTestEvents(db(), svc.ws.id, [
+        { identity: email, event_type: 'identify', event_name: 'identify' },
+        completion(orderId),
+      ]);
+      const release = await holdEvent(heldId!);
+      expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
+      await release();
+      await drain();
+      expect(await countBacklog(db())).toBe(0);
+    },
+  );
+
+  heldBySecondConnection.it(
+    'defers an event of an order’s owner while an older event of that order, from a device nobody linked, is held',
+    async () => {
+      await drain();
+      const { email, orderId } = await ownerOfAnOrder();
+      // The held completion names the owner as it is before this newer event, which may merge it away.
+      const [heldId] = await insertTestEvents(db(), svc.ws.id, [
+        completion(orderId),
+        { identity: email, event_type: 'identify', event_name: 'identify' },
+      ]);
+      const release = await holdEvent(heldId!);
+      expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
+      await release();
+      await drain();
+      expect(await countBacklog(db())).toBe(0);
+    },
+  );
+
   heldBySecondConnection.it(
     'is vacuumed by one process at a time: a worker does not queue behind another one’s vacuum',
     async () => {

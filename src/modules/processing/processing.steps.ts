@@ -1,4 +1,5 @@
 import { OK, type StepResult, settled } from '../../platform/pipeline';
+import { ownersOfOrders } from '../commerce';
 import {
   classifyAnonymousId,
   classifyIdentity,
@@ -18,9 +19,10 @@ import * as repo from './processing.repo';
 
 /**
  * Per-person and per-order order across workers (ordering.ts): tokens are identifiers, their owning
- * profiles and, for an order event, its order. Two devices nobody linked are two people to the
- * guard, yet an order's first event must be applied before its next (docs/commerce.md: the first
- * creates the order for good), so the order id is a token of its own.
+ * profiles and, for an order event, its order and the profile that owns it. Two devices nobody
+ * linked are two people to the guard, yet an order's first event must be applied before its next
+ * (docs/commerce.md: the first creates the order for good), so the order id is a token of its own;
+ * and an order's fact names its owner as it is when applied, so the owner is one too.
  */
 export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
   if (w.ctx.soleClaimer) {
@@ -47,27 +49,43 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
       workspaceId: p.workspace_id,
       ids: [classifyIdentity(p.identity, junk), classifyAnonymousId(p.anonymous_id, junk)],
       order: orderTokens(p.workspace_id, p.order_id),
+      orderId: p.order_id,
     };
   });
   // The batch's own identifiers first: resolution needs their owners anyway. Of the identifiers
   // only the waiting events have, just the nodes owned by one of those owners matter: another owner
   // can match no token of this batch. At 1M events that second lookup found almost nothing and
   // returning every node made it most of the guard's time (docs/benchmarks.md).
+  // An order's event names the profile that owns the order when it is applied, so that owner is a
+  // token too: a merge of the owner waiting elsewhere comes first, and a merge here waits for an
+  // older event of the order, even one from a device no identifier links to the owner.
+  const orderEvents = [
+    ...live.filter((i) => i.eventType === 'order'),
+    ...pending.filter((p) => p.orderId !== null).map((p) => ({ ...p, payload: { order_id: p.orderId } })),
+  ];
+  const owners = orderEvents.length === 0 ? [] : await ownersOfOrders(w.tx, orderEvents);
+  const ownerBySeq = new Map(orderEvents.map((e, n) => [e.seq, owners[n] ?? null]));
+  const owner = (seq: number) => {
+    const o = ownerBySeq.get(seq);
+    return o ? [o] : [];
+  };
   const own = await loadIdentifiersOf(w, live);
   const theirs = keysOf(pending);
   for (const k of own.keys()) theirs.delete(k);
-  await w.graph.load(w.tx, [...theirs.values()], w.graph.owners([...own.values()]));
+  const ownOwners = [...w.graph.owners([...own.values()]), ...live.flatMap((i) => owner(i.seq))];
+  await w.graph.load(w.tx, [...theirs.values()], ownOwners);
   const { deferred } = partitionByOrder(
     live.map((i) => ({
       seq: i.seq,
       tokens: [
         ...orderingTokens(w.graph, i.workspaceId, [i.identity, i.anonymous]),
         ...(i.eventType === 'order' ? orderTokens(i.workspaceId, i.payload.order_id) : []),
+        ...owner(i.seq),
       ],
     })),
     pending.map((p) => ({
       seq: p.seq,
-      tokens: [...orderingTokens(w.graph, p.workspaceId, p.ids), ...p.order],
+      tokens: [...orderingTokens(w.graph, p.workspaceId, p.ids), ...p.order, ...owner(p.seq)],
     })),
   );
   return settled(deferred.map((d) => [d.seq, { kind: 'deferred' }]));
