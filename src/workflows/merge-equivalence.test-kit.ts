@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { waitUntil } from '../../test/wait';
 import { countBacklog } from '../modules/processing';
@@ -769,21 +770,25 @@ export async function snapshot(
 }
 
 /**
- * The snapshot as the property compares it when several loops or processes applied the events:
- * `order.completed` facts taken out of their profile's list into one list by order. Open finding:
- * the order guard does not count the profile that owns an order as a token of an order event, so an
- * unlinked device's event completing an order can be applied in another loop before an older merge
- * into that owner, and its fact then comes before the merge's (docs/decisions.md, "The pipeline's
- * equality proof"). One loop, whatever its batches, compares every fact in place.
+ * Where two snapshots differ, by part and key (`facts.<profile>`, `orders.<id>`, …), with both
+ * values, for the failure message: fast-check's report cuts a deep diff down to `{…(13)}`.
  */
-export function acrossLoops(s: Snapshot): Snapshot {
-  const facts: Record<string, string[]> = {};
-  const orders: string[] = [];
-  for (const [subject, lines] of Object.entries(s.facts)) {
-    facts[subject] = lines.filter((l) => !l.startsWith('order.completed'));
-    orders.push(...lines.filter((l) => l.startsWith('order.completed')));
+export function differences(got: Snapshot, want: Snapshot): string {
+  const out: string[] = [];
+  const show = (v: unknown) => JSON.stringify(v)?.slice(0, 1500);
+  const differ = (at: string, g: unknown, w: unknown) => out.push(`${at}: got ${show(g)}, want ${show(w)}`);
+  for (const part of Object.keys({ ...got, ...want }) as Array<keyof Snapshot>) {
+    const [g, w] = [got[part], want[part]];
+    if (isDeepStrictEqual(g, w)) continue;
+    if (Array.isArray(g) || Array.isArray(w) || typeof g !== 'object' || typeof w !== 'object') {
+      differ(String(part), g, w);
+      continue;
+    }
+    const [go, wo] = [g as Record<string, unknown>, w as Record<string, unknown>];
+    for (const k of Object.keys({ ...go, ...wo }))
+      if (!isDeepStrictEqual(go[k], wo[k])) differ(`${String(part)}.${k}`, go[k], wo[k]);
   }
-  return { ...s, facts: { ...facts, 'order.completed, any profile': orders.sort() } };
+  return out.join('; ');
 }
 
 /** The snapshot read as the model's view, to hold the reference run to what the docs say. */

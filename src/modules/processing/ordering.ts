@@ -2,13 +2,16 @@
  * Per-person ordering across concurrent workers, pure. A worker holding a batch may apply an event
  * only if no older event of the same person is still waiting elsewhere (held by another worker, or
  * released by one). "Same person" is approximated by tokens: the event's identifiers and the profiles
- * that currently own them; an order event also carries its order, so one order's events keep their
- * order whichever devices sent them. An event that must wait makes every later event of this batch sharing one
- * of its tokens wait too, so a person's events are never reordered.
+ * that currently own them; an order event also carries its order and the order's owner, so one
+ * order's events keep their order whichever devices sent them. An event joins its tokens into one
+ * person, so an earlier event of the batch that links two identifiers (an identify naming a device
+ * and an e-mail) makes a later event of either the same person as a waiting event of the other.
+ * An event that must wait makes every later event of its person wait too, so a person's events are
+ * never reordered.
  */
 export interface Sequenced {
   seq: number;
-  /** Identifier keys and owning profile ids of the event (and its order, for an order event). */
+  /** Identifier keys and owning profile ids of the event (and its order and owner, for an order event). */
   tokens: readonly string[];
 }
 
@@ -16,17 +19,45 @@ export function partitionByOrder<T extends Sequenced>(
   mine: readonly T[],
   pending: readonly Sequenced[],
 ): { ready: T[]; deferred: T[] } {
+  // Tokens joined into people (union-find), and the people with an older event waiting.
+  const parent = new Map<string, string>();
+  const root = (t: string): string => {
+    let r = t;
+    for (let p = parent.get(r); p !== undefined; p = parent.get(r)) r = p;
+    // Path compression: every token on the way points at the root.
+    for (let at = t; at !== r; ) {
+      const next = parent.get(at)!;
+      parent.set(at, r);
+      at = next;
+    }
+    return r;
+  };
   const blocked = new Set<string>();
+  /** Joins an event's tokens into one person; that person's root. */
+  const join = (tokens: readonly string[]): string | null => {
+    if (tokens.length === 0) return null;
+    let into = root(tokens[0]!);
+    for (const t of tokens.slice(1)) {
+      const r = root(t);
+      if (r === into) continue;
+      parent.set(r, into);
+      if (blocked.has(r)) blocked.add(into);
+    }
+    into = root(into);
+    return into;
+  };
   const ready: T[] = [];
   const deferred: T[] = [];
   const older = [...pending].sort((a, b) => a.seq - b.seq);
   let pi = 0;
   for (const e of [...mine].sort((a, b) => a.seq - b.seq)) {
-    while (pi < older.length && older[pi]!.seq < e.seq) for (const t of older[pi++]!.tokens) blocked.add(t);
-    if (e.tokens.some((t) => blocked.has(t))) {
-      for (const t of e.tokens) blocked.add(t);
-      deferred.push(e);
-    } else ready.push(e);
+    while (pi < older.length && older[pi]!.seq < e.seq) {
+      const person = join(older[pi++]!.tokens);
+      if (person !== null) blocked.add(person);
+    }
+    const person = join(e.tokens);
+    if (person !== null && blocked.has(person)) deferred.push(e);
+    else ready.push(e);
   }
   return { ready, deferred };
 }
