@@ -10,6 +10,7 @@ import {
   orderingTokens,
 } from '../identity';
 import { type AppliedEvent, deleteEventsBySeq, markEventsApplied, readOrderId } from '../ingest';
+import { findSurvivors } from '../profiles';
 import { loadSettings, settingsOf } from './batch-settings';
 import { partitionByOrder } from './ordering';
 import type { BatchWork, WorkItem } from './pipeline';
@@ -37,6 +38,11 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
     w.items.map((i) => i.seq),
     5000,
   );
+  if (waiting.length === 0) {
+    // Nothing older waits: nothing to compare with.
+    await loadIdentifiersOf(w, live);
+    return OK;
+  }
   // Their identifiers are classified as their own workspace's settings say, as classify will.
   await loadSettings(
     w,
@@ -74,18 +80,32 @@ export async function guardOrder(w: BatchWork, live: WorkItem[]): Promise<StepRe
   for (const k of own.keys()) theirs.delete(k);
   const ownOwners = [...w.graph.owners([...own.values()]), ...live.flatMap((i) => owner(i.seq))];
   await w.graph.load(w.tx, [...theirs.values()], ownOwners);
+  // Each read above saw the database as of its own statement: a merge another loop committed in
+  // between leaves some owners read before it (the merged-away profile) and some after (its
+  // survivor), and tokens of one person that do not meet. One later statement names the survivor of
+  // every owner read; if a merge did commit meanwhile, the waiting events' nodes are read again
+  // without the owner filter (it may have left out nodes the merge moved to the survivor), and the
+  // owners once more.
+  const allKeys = [...own.values(), ...theirs.values()];
+  const ownersRead = () => [...w.graph.owners(allKeys), ...ownerBySeq.values()].filter((o) => o !== null);
+  let survivor = await findSurvivors(w.tx, ownersRead());
+  if (survivor.size > 0) {
+    await w.graph.load(w.tx, [...theirs.values()]);
+    survivor = await findSurvivors(w.tx, ownersRead());
+  }
+  const asSurvivors = (tokens: string[]) => tokens.map((t) => survivor.get(t) ?? t);
   const { deferred } = partitionByOrder(
     live.map((i) => ({
       seq: i.seq,
-      tokens: [
+      tokens: asSurvivors([
         ...orderingTokens(w.graph, i.workspaceId, [i.identity, i.anonymous]),
         ...(i.eventType === 'order' ? orderTokens(i.workspaceId, i.payload.order_id) : []),
         ...owner(i.seq),
-      ],
+      ]),
     })),
     pending.map((p) => ({
       seq: p.seq,
-      tokens: [...orderingTokens(w.graph, p.workspaceId, p.ids), ...p.order, ...owner(p.seq)],
+      tokens: asSurvivors([...orderingTokens(w.graph, p.workspaceId, p.ids), ...p.order, ...owner(p.seq)]),
     })),
   );
   return settled(deferred.map((d) => [d.seq, { kind: 'deferred' }]));

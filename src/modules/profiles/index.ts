@@ -26,6 +26,7 @@ export {
 } from './profile-batch';
 export {
   findProfileIdsByEmail,
+  findSurvivors,
   getProfileSummaries,
   listMergedAway,
   listMergedIds,

@@ -109,6 +109,19 @@ export async function listMergedIds(q: Queryable, workspaceId: string, profileId
 }
 
 /**
+ * Of these profile ids, the ones merged away, each with its survivor (merged_into is kept one hop
+ * from the survivor), in one statement: one snapshot to read owners read earlier by.
+ */
+export async function findSurvivors(q: Queryable, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await q.query<{ id: string; merged_into: string }>(
+    'SELECT id, merged_into FROM profiles WHERE id = ANY($1::uuid[]) AND merged_into IS NOT NULL',
+    [[...new Set(ids)]],
+  );
+  return new Map(rows.map((r) => [r.id, r.merged_into]));
+}
+
+/**
  * Merged-away profiles of every workspace after `afterSeq`, in seq order, each with its survivor
  * (merged_into is kept one hop from the survivor): a page for repairs that walk every past merge.
  */
