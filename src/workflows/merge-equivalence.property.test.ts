@@ -172,8 +172,8 @@ async function oneByOneAndOneBatch(story: Story): Promise<{ oneByOne: Snapshot; 
 /**
  * Found by this proof: the orders step runs after the batch's merges, so a guest's order completed
  * before the identify that merges the guest into a customer, in the same batch, was reported about
- * the customer, after the merge. The batch now ends before such a merge (ordering.ts,
- * firstMergeAfterOrder).
+ * the customer, after the merge. Such a merge now waits for the next batch (ordering.ts,
+ * mergesAfterOrders).
  */
 it('reports a guest’s order before the merge that a later event of the same batch makes', async () => {
   const { oneByOne, batch } = await oneByOneAndOneBatch({

@@ -207,10 +207,10 @@ describe('an order event before a merge of its profile, in one batch', () => {
   /**
    * A guest known from an earlier visit completes an order, Ann signs up, and an event names Ann and
    * the guest's device: the guest merges into Ann. One event at a time, the order is reported about
-   * the guest, before the merge; so the batch ends before the merging event, and the next one
+   * the guest, before the merge; so the merging event waits for the next batch, and the next one
    * applies it.
    */
-  it('applies the events before the merge in one pass, reports the order about the guest, then merges', async () => {
+  it('applies the other events in one pass, reports the order about the guest, then merges in the next batch', async () => {
     const ws = await svc.newWorkspace('an order before a merge');
     const device = randomUUID();
     await sendAsOneRequest(ws, [{ event_type: 'page', event_name: 'Home', anonymous_id: device }]);
@@ -225,11 +225,13 @@ describe('an order event before a merge of its profile, in one batch', () => {
         },
         { event_type: 'identify', event_name: 'Sign-up', identity: 'ann@example.com' },
         { event_type: 'page', event_name: 'Home', identity: 'ann@example.com', anonymous_id: device },
+        // Another person's event after the merge: nothing to wait for.
+        { event_type: 'identify', event_name: 'Sign-up', identity: 'bob@example.com' },
       ],
     });
     expect(res.status, res.text).toBe(202);
     // One pass each: a unit that lost its known identifiers would go stale and throw here.
-    expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 3, applied: 2, deferred: 1 });
+    expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 4, applied: 3, deferred: 1 });
     expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, applied: 1, deferred: 0 });
 
     const { rows } = await db().query<{ type: string; subject: string }>(
@@ -237,14 +239,16 @@ describe('an order event before a merge of its profile, in one batch', () => {
          FROM outbox WHERE workspace_id = $1 ORDER BY seq`,
       [ws.id],
     );
-    // Profiles named after the facts that created them: the guest's first, then Ann's.
+    // Profiles named after the facts that created them: the guest's first, then Ann's and Bob's.
     const name = new Map([
       [rows[0]!.subject, 'guest'],
       [rows[1]!.subject, 'ann'],
+      [rows[2]!.subject, 'bob'],
     ]);
     expect(rows.map((r) => `${r.type} ${name.get(r.subject) ?? r.subject}`)).toEqual([
       'profile.created guest',
       'profile.created ann',
+      'profile.created bob',
       'order.completed guest',
       // Whichever survives (the merge rules decide), the merge comes after the order.
       expect.stringMatching(/^profile\.merged (guest|ann)$/),

@@ -33,8 +33,8 @@ import { resolveStep } from './resolution.step';
  *   classify            identity     identifiers from raw values; junk values and merge cap per workspace
  *   guard order         processing   an older event of the same person held elsewhere: deferred
  *   resolve identities  identity     lock owners, suppression, the resolver's decision per event;
- *                                    the batch ends before a merge of a profile an earlier order event
- *                                    touched (its order fact keeps its place): the rest deferred
+ *                                    a merge of a profile an earlier order event touched waits for the
+ *                                    next batch (its order fact keeps its place), with its person's events
  *   apply traits        profiles     each event's merges, then its identify traits, in arrival order;
  *                                    newer wins, lineage; too big: dead letter
  *   write profiles      workflows    the two units of work and every effect of their merges (events,

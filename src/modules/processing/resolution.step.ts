@@ -1,8 +1,9 @@
 import { type Settlement, type StepResult, settled } from '../../platform/pipeline';
 import { ownersOfOrders } from '../commerce';
-import { createGraphBatch, type ProfilesPort, resolveIdentities } from '../identity';
+import { createGraphBatch, identifierKey, type ProfilesPort, resolveIdentities } from '../identity';
+import { readOrderId } from '../ingest';
 import { countMergedInto, createProfileBatch, lockProfileHeads } from '../profiles';
-import { firstMergeAfterOrder } from './ordering';
+import { mergesAfterOrders } from './ordering';
 import type { BatchWork, WorkItem } from './pipeline';
 import { loadIdentifiersOf } from './processing.steps';
 
@@ -37,43 +38,58 @@ function profilesPort(w: BatchWork): ProfilesPort {
 
 /**
  * Resolves the batch; if an event merges a profile that an earlier order event of the batch touched,
- * the batch ends before it (ordering.ts, firstMergeAfterOrder): the units start again, the events
- * before the cut are resolved alone and the rest wait for the next batch, in this transaction
- * (nothing is written before the traits step). Merges of that kind are rare; the cut costs a second
- * resolution of the events kept.
+ * that event waits for the next batch, with every later event sharing an identifier, a profile or an
+ * order with one that waits (ordering.ts, mergesAfterOrders): the units start again and the other
+ * events are resolved without them, in this transaction (nothing is written before the traits step).
+ * Their decisions are the same as the first time, since none of them depends on a waiting event.
+ * Merges of that kind are rare in a live stream; a backlog of whole journeys meets them more often
+ * (docs/benchmarks.md).
  */
 export async function resolveStep(w: BatchWork, live: WorkItem[]): Promise<StepResult> {
   const resolve = (items: WorkItem[]) =>
     resolveIdentities(w.tx, items, w.graph, profilesPort(w), w.ctx.log, w.yieldNow);
   const first = await resolve(live);
   if (first.kind === 'retry') return first;
-  const orders = live.filter((i) => i.eventType === 'order' && !first.settled?.has(i.seq));
-  if (orders.length === 0 || !live.some((i) => i.merges?.length)) return first;
+  const resolved = live.filter((i) => !first.settled?.has(i.seq));
+  const orders = resolved.filter((i) => i.eventType === 'order');
+  if (orders.length === 0 || !resolved.some((i) => i.merges?.length)) return first;
   const owners = await ownersOfOrders(w.tx, orders);
   const ownerOf = new Map(orders.map((i, n) => [i.seq, owners[n] ?? null]));
-  const cut = firstMergeAfterOrder(
-    live
-      .filter((i) => !first.settled?.has(i.seq))
-      .map((i) => ({
+  const waiting = mergesAfterOrders(
+    resolved.map((i) => {
+      const orderProfiles = ownerOf.has(i.seq) ? [i.profileId, ownerOf.get(i.seq)!] : [];
+      const orderId = i.eventType === 'order' ? readOrderId(i.payload.order_id) : null;
+      const profiles = [
+        ...orderProfiles,
+        ...(i.merges ?? []).flatMap((m) => [m.primary, m.secondary]),
+      ].filter((p): p is string => p !== null);
+      return {
         seq: i.seq,
         merges: i.merges ?? [],
-        orderProfiles: ownerOf.has(i.seq) ? [i.profileId, ownerOf.get(i.seq)!] : [],
-      })),
+        orderProfiles,
+        tokens: [
+          ...[i.identity, i.anonymous].flatMap((id) => (id ? [identifierKey(i.workspaceId, id)] : [])),
+          ...profiles.map((p) => `profile:${p}`),
+          ...(i.profileId ? [`profile:${i.profileId}`] : []),
+          ...(orderId === null ? [] : [`order:${i.workspaceId}:${orderId}`]),
+        ],
+      };
+    }),
   );
-  if (cut === null) return first;
+  if (waiting.size === 0) return first;
   w.profiles = createProfileBatch(w.yieldNow);
   w.graph = createGraphBatch();
   for (const i of live) {
     i.profileId = null;
     i.merges = undefined;
   }
-  const keep = live.filter((i) => i.seq < cut);
+  const keep = live.filter((i) => !waiting.has(i.seq));
   // A fresh unit knows no identifier: without its nodes, resolution would take every known one for new.
   await loadIdentifiersOf(w, keep);
   const kept = await resolve(keep);
   if (kept.kind === 'retry') return kept;
   return settled([
     ...(kept.settled ?? []),
-    ...live.filter((i) => i.seq >= cut).map((i): [number, Settlement] => [i.seq, { kind: 'deferred' }]),
+    ...[...waiting].map((seq): [number, Settlement] => [seq, { kind: 'deferred' }]),
   ]);
 }
