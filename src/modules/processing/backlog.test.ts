@@ -5,7 +5,7 @@ import { createLogger } from '../../platform/logger';
 import { createMutex } from '../../platform/mutex';
 import { claimEvent, countBacklog, findPendingBefore, vacuumBacklog } from './processing.repo';
 import { processBatch } from './processing.service';
-import { insertTestEvents, waitProcessed } from './processing.test-kit';
+import { insertTestEvents, type TestEvent, waitProcessed } from './processing.test-kit';
 import { startProcessingLoop } from './processing.worker';
 
 /** The backlog (migrations/0006_event_backlog.sql, 0009): what the workers claim from. */
@@ -43,6 +43,18 @@ async function holdEvent(eventId: string): Promise<() => Promise<void>> {
 const drain = async () => {
   while ((await processBatch(db(), ctx(), 1000)).claimed > 0) {}
 };
+/** Appends two events, holds the older as another worker would: the batch must defer the newer. */
+async function expectNewerDeferred(older: TestEvent, newer: TestEvent): Promise<void> {
+  const [heldId] = await insertTestEvents(db(), svc.ws.id, [older, newer]);
+  const release = await holdEvent(heldId!);
+  try {
+    expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
+  } finally {
+    await release();
+  }
+  await drain();
+  expect(await countBacklog(db())).toBe(0);
+}
 
 describe('the event backlog', () => {
   it('holds every appended event until it is processed, then nothing', async () => {
@@ -181,15 +193,10 @@ describe('the event backlog', () => {
       ]);
       await drain();
       // The older event names the person by e-mail only, the newer by the device only.
-      const ids = await insertTestEvents(db(), svc.ws.id, [
+      await expectNewerDeferred(
         { identity: email, event_type: 'page', event_name: 'older' },
         { anonymous_id: anon, event_type: 'page', event_name: 'newer' },
-      ]);
-      const release = await holdEvent(ids[0]!);
-      expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
-      await release();
-      await drain();
-      expect(await countBacklog(db())).toBe(0);
+      );
     },
   );
 
@@ -280,15 +287,10 @@ describe('the event backlog', () => {
       await drain();
       const { email, orderId } = await ownerOfAnOrder();
       // The held event may merge the owner away: the completion must name whoever owns the order then.
-      const [heldId] = await insertTestEvents(db(), svc.ws.id, [
+      await expectNewerDeferred(
         { identity: email, event_type: 'identify', event_name: 'identify' },
         completion(orderId),
-      ]);
-      const release = await holdEvent(heldId!);
-      expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
-      await release();
-      await drain();
-      expect(await countBacklog(db())).toBe(0);
+      );
     },
   );
 
@@ -298,15 +300,11 @@ describe('the event backlog', () => {
       await drain();
       const { email, orderId } = await ownerOfAnOrder();
       // The held completion names the owner as it is before this newer event, which may merge it away.
-      const [heldId] = await insertTestEvents(db(), svc.ws.id, [
-        completion(orderId),
-        { identity: email, event_type: 'identify', event_name: 'identify' },
-      ]);
-      const release = await holdEvent(heldId!);
-      expect(await processBatch(db(), ctx(), 1000)).toMatchObject({ claimed: 1, deferred: 1, applied: 0 });
-      await release();
-      await drain();
-      expect(await countBacklog(db())).toBe(0);
+      await expectNewerDeferred(completion(orderId), {
+        identity: email,
+        event_type: 'identify',
+        event_name: 'identify',
+      });
     },
   );
 
