@@ -88,13 +88,3 @@ export default async function run(): Promise<void> {
   const customers = Number(process.env.BENCH_DEMO_CUSTOMERS ?? 400);
   for (const engine of await engines()) await runEngine(engine, customers);
 }
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  run().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-      process.exit(1);
-    },
-  );
-}

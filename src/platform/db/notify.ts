@@ -4,23 +4,23 @@ import type { Queryable } from './port';
 /**
  * Notification channels are the database's, not a schema's: two deployments sharing one PostgreSQL
  * database under different `DATABASE_SCHEMA`s would wake each other's loops and read each other's
- * key ids. So each connection carries its deployment's channel suffix as a server setting, every
- * sender appends it (this statement, and the triggers of migration 0045, which use the same
- * expression) and the adapter listens on the suffixed name. Without the setting (PGlite, the
- * `public` schema) the suffix is empty and the names are the plain ones.
+ * key ids. So every channel name carries its deployment's suffix, made from the schema (`public`:
+ * none, so a deployment without a schema hears itself; else ':' and 12 hex digits of the name's
+ * SHA-256, which keeps the longest channel within PostgreSQL's 63 bytes). Senders append it in SQL
+ * (this statement, from the connection's schema; the triggers of migration 0045, from their table's,
+ * so an UPDATE by hand from any session reaches the right processes), and the adapter listens on
+ * the suffixed names. On PGlite the schema is `public`: the names are the plain ones.
  */
-export const CHANNEL_SUFFIX_SETTING = 'cdp.channel_suffix';
+const suffixOf = (schema: string) =>
+  `CASE WHEN ${schema} = 'public' THEN '' ELSE ':' || substr(encode(sha256(convert_to(${schema}, 'UTF8')), 'hex'), 1, 12) END`;
 
-/** The statement of every notification this code sends; the triggers repeat its expression. */
-export const NOTIFY_SQL = `SELECT pg_notify($1 || coalesce(current_setting('${CHANNEL_SUFFIX_SETTING}', true), ''), $2)`;
+/** The statement of every notification this code sends. */
+export const NOTIFY_SQL = `SELECT pg_notify($1 || ${suffixOf('current_schema()')}, $2)`;
 
-/**
- * The channel suffix of a schema: empty for none or `public` (one deployment, whichever way it is
- * named), else a short hash, so the longest channel stays within PostgreSQL's 63 bytes.
- */
+/** The channel suffix of a schema, as the SQL above computes it (null: no schema, `public`). */
 export function channelSuffix(schema: string | null | undefined): string {
   if (!schema || schema === 'public') return '';
-  return `:${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
+  return `:${createHash('sha256').update(schema, 'utf8').digest('hex').slice(0, 12)}`;
 }
 
 /**

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { encodeArrayParams } from './array-literal';
 import { isStorageUnavailable } from './errors';
 import { withLanes } from './lanes';
-import { CHANNEL_SUFFIX_SETTING, channelSuffix } from './notify';
+import { channelSuffix } from './notify';
 import type { Db, Lane, Queryable, QueryOptions, QueryResult } from './port';
 import { createTimestamptzParser } from './timestamps';
 
@@ -61,7 +61,6 @@ const ignoreError = () => {};
 
 export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   const schema = opts.schema ?? null;
-  const suffix = channelSuffix(schema);
   // JIT off: it compiled for 80 ms to 1.2 s before segment queries of 0.5–8 s over 1M profiles
   // (EXPLAIN ANALYZE, docs/decisions.md "Segments") and never pays back on the service's statements.
   // No parallel workers: a statement is one backend, so the pools' sizes bound the server's CPU a
@@ -72,8 +71,6 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     '-c jit=off',
     '-c max_parallel_workers_per_gather=0',
     schema ? `-c search_path=${schema}` : '',
-    // The deployment's notification channels (notify.ts): senders append it, the listener below too.
-    suffix ? `-c ${CHANNEL_SUFFIX_SETTING}=${suffix}` : '',
   ]
     .join(' ')
     .trim();
@@ -132,6 +129,8 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
   };
 
   let listener: pg.Client | null = null;
+  /** This deployment's channel suffix, read when the listener connects (before any LISTEN). */
+  let suffix = '';
   let listening = false;
   let closed = false;
   const handlers = new Map<string, Set<(payload: string) => void>>();
@@ -160,6 +159,10 @@ export async function createPostgresDb(opts: PostgresOptions): Promise<Db> {
     client.on('end', lost);
     try {
       await client.connect();
+      // The deployment's channels (notify.ts) are named after the schema the tables are in: the
+      // connection's current one, which is also where a search_path without DATABASE_SCHEMA put them.
+      const { rows } = await client.query<{ s: string | null }>(timed('SELECT current_schema() AS s'));
+      suffix = channelSuffix(rows[0]?.s);
       for (const channel of handlers.keys()) {
         await client.query(timed(`LISTEN ${pg.escapeIdentifier(channel + suffix)}`));
       }
