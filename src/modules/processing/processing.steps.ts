@@ -158,7 +158,8 @@ export async function markProcessed(w: BatchWork): Promise<void> {
 }
 
 /** An order event's token: its order, read as the orders step reads it (the backlog gives it as text). */
-function orderTokens(workspaceId: string, orderId: unknown): string[] {
+/** An order event's order as an ordering token (none without a usable order_id). */
+export function orderTokens(workspaceId: string, orderId: unknown): string[] {
   const id = readOrderId(orderId);
   return id === null ? [] : [`order:${workspaceId}:${id}`];
 }

@@ -1,11 +1,10 @@
 import { type Settlement, type StepResult, settled } from '../../platform/pipeline';
 import { ownersOfOrders } from '../commerce';
 import { createGraphBatch, identifierKey, type ProfilesPort, resolveIdentities } from '../identity';
-import { readOrderId } from '../ingest';
 import { countMergedInto, createProfileBatch, lockProfileHeads } from '../profiles';
 import { mergesAfterOrders } from './ordering';
 import type { BatchWork, WorkItem } from './pipeline';
-import { loadIdentifiersOf } from './processing.steps';
+import { loadIdentifiersOf, orderTokens } from './processing.steps';
 
 /** The pipeline's `resolve identities` step (pipeline.ts), and where it ends a batch early. */
 
@@ -38,8 +37,8 @@ function profilesPort(w: BatchWork): ProfilesPort {
 
 /**
  * Resolves the batch; if an event merges a profile that an earlier order event of the batch touched,
- * that event waits for the next batch, with every later event sharing an identifier, a profile or an
- * order with one that waits (ordering.ts, mergesAfterOrders): the units start again and the other
+ * that event waits for the next batch, with every later event of its person (identifiers, profiles
+ * and orders joined as events name them together; ordering.ts, mergesAfterOrders): the units start again and the other
  * events are resolved without them, in this transaction (nothing is written before the traits step).
  * Their decisions are the same as the first time, since none of them depends on a waiting event.
  * Merges of that kind are rare in a live stream; a backlog of whole journeys meets them more often
@@ -58,7 +57,6 @@ export async function resolveStep(w: BatchWork, live: WorkItem[]): Promise<StepR
   const waiting = mergesAfterOrders(
     resolved.map((i) => {
       const orderProfiles = ownerOf.has(i.seq) ? [i.profileId, ownerOf.get(i.seq)!] : [];
-      const orderId = i.eventType === 'order' ? readOrderId(i.payload.order_id) : null;
       const profiles = [
         ...orderProfiles,
         ...(i.merges ?? []).flatMap((m) => [m.primary, m.secondary]),
@@ -71,7 +69,7 @@ export async function resolveStep(w: BatchWork, live: WorkItem[]): Promise<StepR
           ...[i.identity, i.anonymous].flatMap((id) => (id ? [identifierKey(i.workspaceId, id)] : [])),
           ...profiles.map((p) => `profile:${p}`),
           ...(i.profileId ? [`profile:${i.profileId}`] : []),
-          ...(orderId === null ? [] : [`order:${i.workspaceId}:${orderId}`]),
+          ...(i.eventType === 'order' ? orderTokens(i.workspaceId, i.payload.order_id) : []),
         ],
       };
     }),
